@@ -1,0 +1,98 @@
+// Small helpers shared by the local Kafka and Redis launchers: start a server process with its
+// output in a log file, wait for it to answer, and stop it politely before forcing it.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { openSync, closeSync, readFileSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface StartedProcess {
+  pid: number;
+  logFile: string;
+}
+
+export function startLogged(
+  command: string,
+  args: readonly string[],
+  opts: { logFile: string; pidFile: string; cwd?: string; detached: boolean },
+): StartedProcess {
+  const fd = openSync(opts.logFile, 'a');
+  const child = spawn(command, args, {
+    cwd: opts.cwd,
+    stdio: ['ignore', fd, fd],
+    // A detached server outlives the CLI that started it; an attached one dies with the test run.
+    detached: opts.detached,
+  });
+  closeSync(fd);
+  if (child.pid === undefined) throw new Error(`could not start ${command}`);
+  if (opts.detached) child.unref();
+  writeFileSync(opts.pidFile, String(child.pid));
+  return { pid: child.pid, logFile: opts.logFile };
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  opts: { timeoutMs: number; pid?: number; logFile?: string },
+): Promise<void> {
+  const deadline = Date.now() + opts.timeoutMs;
+  while (Date.now() < deadline) {
+    if (opts.pid !== undefined && !isAlive(opts.pid)) {
+      throw new Error(`${what} exited during start-up${logTail(opts.logFile)}`);
+    }
+    if (await probe().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new Error(
+    `${what} did not become ready within ${opts.timeoutMs} ms${logTail(opts.logFile)}`,
+  );
+}
+
+function logTail(logFile: string | undefined): string {
+  if (logFile === undefined || !existsSync(logFile)) return '';
+  const lines = readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-15);
+  return `; last lines of ${logFile}:\n${lines.join('\n')}`;
+}
+
+/** SIGTERM, wait for a clean exit, then SIGKILL the process group as a last resort. */
+export async function stopPid(pid: number, graceMs = 30_000): Promise<void> {
+  if (!isAlive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return;
+    await sleep(100);
+  }
+  process.kill(pid, 'SIGKILL');
+}
+
+export async function stopFromPidFile(pidFile: string, graceMs?: number): Promise<boolean> {
+  if (!existsSync(pidFile)) return false;
+  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  if (Number.isInteger(pid) && pid > 0) await stopPid(pid, graceMs);
+  rmSync(pidFile, { force: true });
+  return true;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address !== null && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not obtain a free port'));
+      });
+    });
+  });
+}
