@@ -66,7 +66,9 @@ export function pickSample(records: readonly CorpusRecord[]): CorpusRecord[] {
   const picked: CorpusRecord[] = [];
   let lower = 0;
   for (const bucket of SAMPLE_BUCKETS) {
-    const inBucket = records.filter((r) => r.text.length > lower && r.text.length <= bucket.maxChars);
+    const inBucket = records.filter(
+      (r) => r.text.length > lower && r.text.length <= bucket.maxChars,
+    );
     const spam = inBucket.filter((r) => r.label === 'spam');
     const ham = inBucket.filter((r) => r.label === 'ham');
     // Alternate labels and stride through each list so the sample spans the whole corpus.
@@ -91,7 +93,9 @@ function stride<T>(items: readonly T[], count: number): T[] {
 }
 
 function toJsonl(records: readonly CorpusRecord[]): string {
-  return records.map((r) => JSON.stringify({ id: r.id, text: r.text, label: r.label })).join('\n') + '\n';
+  return (
+    records.map((r) => JSON.stringify({ id: r.id, text: r.text, label: r.label })).join('\n') + '\n'
+  );
 }
 
 function loadMails(): RawMail[] {
