@@ -1,0 +1,43 @@
+"""Builds every committed tiny model fixture and its goldens: `npm run models:build`."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kit import texts, tokenizer_kit  # noqa: E402
+from kit.common import threads_for_determinism  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", nargs="*", help="fixture names to build (default: all)")
+    args = parser.parse_args()
+    threads_for_determinism()
+    wanted = set(args.only or [])
+
+    def want(name: str) -> bool:
+        return not wanted or name in wanted
+
+    started = time.time()
+    training = texts.training_texts()
+    from kit import text_fixtures
+
+    tokenizers = {}
+    for fixture in text_fixtures.FIXTURE_LIST:
+        if not want(fixture.name):
+            continue
+        if fixture.family not in tokenizers:
+            train = tokenizer_kit.wordpiece if fixture.family == "bert" else tokenizer_kit.byte_level_bpe
+            tokenizers[fixture.family] = train(training)
+        result = text_fixtures.build(fixture, tokenizers[fixture.family])
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    print(f"fixtures built in {time.time() - started:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Trains the three small tokenizer families and wraps them in transformers tokenizers.
+
+Each trained vocabulary is handed to the transformers class's own constructor (vocab + merges),
+so the saved tokenizer.json has exactly the normalizer / pre-tokenizer / post-processor layout that
+a hub checkpoint of that family has, not one we assembled by hand.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+MAX_LENGTH = 64
+VOCAB_SIZE = 2000
+
+# ChatML-style turns: a later issue renders chat messages with this template.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def _bpe_parts(tokenizer: Tokenizer) -> tuple[dict[str, int], list[Any]]:
+    model = json.loads(tokenizer.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in model["merges"]]
+    return model["vocab"], merges
+
+
+def wordpiece(texts: list[str]):
+    from transformers import BertTokenizer
+
+    raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    raw.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=None, handle_chinese_chars=True)
+    raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+        show_progress=False,
+    )
+    raw.train_from_iterator(texts, trainer)
+    return BertTokenizer(vocab=raw.get_vocab(), do_lower_case=True, model_max_length=MAX_LENGTH)
+
+
+def byte_level_bpe(texts: list[str]):
+    from transformers import RobertaTokenizer
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    raw.train_from_iterator(texts, trainer)
+    vocab, merges = _bpe_parts(raw)
+    return RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=MAX_LENGTH)
+
+
+def sentencepiece_bpe(texts: list[str]):
+    """Llama-style: metaspace pre-tokenization and byte fallback instead of an unknown token."""
+    from transformers import LlamaTokenizer
+
+    raw = Tokenizer(models.BPE(byte_fallback=True, fuse_unk=True, unk_token="<unk>"))
+    # Splitting on the metaspace while training keeps merges inside words (as SentencePiece does);
+    # the Llama tokenizer itself then runs unsplit, like hub Llama checkpoints.
+    raw.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", *byte_tokens],
+        show_progress=False,
+    )
+    raw.train_from_iterator(texts, trainer)
+    vocab, merges = _bpe_parts(raw)
+    tok = LlamaTokenizer(
+        vocab=vocab,
+        merges=merges,
+        model_max_length=128,
+        pad_token="</s>",
+        add_bos_token=True,
+        add_eos_token=False,
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def save(tokenizer, folder) -> None:
+    """save_pretrained plus the files transformers 5 no longer writes but Optimum folders carry."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    tokenizer.save_pretrained(folder)
+    config_path = folder / "tokenizer_config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    jinja = folder / "chat_template.jinja"
+    if jinja.exists():
+        # One source of truth, in the place most exporters (and our TS loader) look first.
+        config["chat_template"] = jinja.read_text(encoding="utf-8")
+        jinja.unlink()
+    config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    special = {}
+    for name in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            special[name] = str(value)
+    extra = [str(t) for t in getattr(tokenizer, "extra_special_tokens", []) or []]
+    if extra:
+        special["additional_special_tokens"] = extra
+    (folder / "special_tokens_map.json").write_text(
+        json.dumps(special, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    )
