@@ -36,6 +36,18 @@ def main() -> None:
         result = text_fixtures.build(fixture, tokenizers[fixture.family])
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("llama-causal-lm"):
+        from kit import causal_lm
+
+        result = causal_lm.build(tokenizer_kit.sentencepiece_bpe(training))
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("vit-image-classification"):
+        from kit import vision
+
+        result = vision.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     print(f"fixtures built in {time.time() - started:.0f}s")
 
 
