@@ -2,12 +2,23 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    reporters: ['verbose', './test/helpers/summary-reporter.ts'],
+    reporters: [
+      'verbose',
+      './test/helpers/summary-reporter.ts',
+      './test/helpers/parity-reporter.ts',
+    ],
     projects: [
       {
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'parity',
+          include: ['test/parity/**/*.test.ts'],
+          testTimeout: 60_000,
         },
       },
       {

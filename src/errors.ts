@@ -1,0 +1,163 @@
+// Every failure the system reports is one of these classes. They carry a stable `code`, say
+// whether retrying can help, and survive a worker-thread boundary: a worker serializes, the
+// main thread rebuilds the same class.
+
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'MODEL_FOLDER_INVALID'
+  | 'INPUT_INVALID'
+  | 'PIPELINE_UNKNOWN'
+  | 'PROVIDER_UNAVAILABLE'
+  | 'INFERENCE_FAILED'
+  | 'CLOSED';
+
+export interface HugotErrorOptions {
+  cause?: unknown;
+  /** Which config field, file or input field the problem is about. */
+  field?: string;
+}
+
+export class HugotError extends Error {
+  override name: string = 'HugotError';
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+  readonly field: string | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    retriable: boolean,
+    options: HugotErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retriable = retriable;
+    this.field = options.field;
+  }
+}
+
+/** Bad configuration or options: found at start-up, never retried. */
+export class ConfigError extends HugotError {
+  override name = 'ConfigError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('CONFIG_INVALID', message, false, options);
+  }
+}
+
+/** A model folder that is missing a file or holds an inconsistent one. */
+export class ModelFolderError extends HugotError {
+  override name = 'ModelFolderError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('MODEL_FOLDER_INVALID', message, false, options);
+  }
+}
+
+/** A record or call argument the pipeline cannot process: goes to the dead-letter queue. */
+export class InputError extends HugotError {
+  override name = 'InputError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('INPUT_INVALID', message, false, options);
+  }
+}
+
+export class UnknownPipelineError extends HugotError {
+  override name = 'UnknownPipelineError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('PIPELINE_UNKNOWN', message, false, options);
+  }
+
+  static forAlias(alias: string, known: readonly string[]): UnknownPipelineError {
+    const registered = known.length > 0 ? known.join(', ') : '(none)';
+    return new UnknownPipelineError(
+      `no pipeline is registered as '${alias}'; registered: ${registered}`,
+      { field: alias },
+    );
+  }
+}
+
+/** An execution provider (CUDA, TensorRT) was asked for but its library is not there. */
+export class ProviderUnavailableError extends HugotError {
+  override name = 'ProviderUnavailableError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('PROVIDER_UNAVAILABLE', message, false, options);
+  }
+}
+
+/** ONNX Runtime failed while running a batch; another worker may succeed. */
+export class InferenceError extends HugotError {
+  override name = 'InferenceError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('INFERENCE_FAILED', message, true, options);
+  }
+}
+
+export class ClosedError extends HugotError {
+  override name = 'ClosedError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('CLOSED', message, false, options);
+  }
+}
+
+export interface SerializedError {
+  name: string;
+  code: ErrorCode | undefined;
+  message: string;
+  retriable: boolean;
+  field: string | undefined;
+  stack: string | undefined;
+  cause: SerializedError | undefined;
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof HugotError) {
+    return {
+      name: err.name,
+      code: err.code,
+      message: err.message,
+      retriable: err.retriable,
+      field: err.field,
+      stack: err.stack,
+      cause: err.cause === undefined ? undefined : serializeError(err.cause),
+    };
+  }
+  const asError = err instanceof Error ? err : new Error(String(err));
+  return {
+    name: asError.name,
+    code: undefined,
+    message: asError.message,
+    retriable: false,
+    field: undefined,
+    stack: asError.stack,
+    cause: asError.cause === undefined ? undefined : serializeError(asError.cause),
+  };
+}
+
+type ErrorClass = new (message: string, options?: HugotErrorOptions) => HugotError;
+const errorClasses: Record<string, ErrorClass> = {
+  ConfigError,
+  ModelFolderError,
+  InputError,
+  UnknownPipelineError,
+  ProviderUnavailableError,
+  InferenceError,
+  ClosedError,
+};
+
+export function deserializeError(s: SerializedError): Error {
+  const cause = s.cause === undefined ? undefined : deserializeError(s.cause);
+  const options: HugotErrorOptions = {};
+  if (cause !== undefined) options.cause = cause;
+  if (s.field !== undefined) options.field = s.field;
+  const ErrorClass = errorClasses[s.name];
+  let err: Error;
+  if (ErrorClass !== undefined) err = new ErrorClass(s.message, options);
+  else if (s.code !== undefined) {
+    err = new HugotError(s.code, s.message, s.retriable, options);
+    err.name = s.name;
+  } else {
+    err = new Error(s.message, cause === undefined ? undefined : { cause });
+    err.name = s.name;
+  }
+  if (s.stack !== undefined) err.stack = s.stack;
+  return err;
+}

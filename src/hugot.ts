@@ -1,0 +1,78 @@
+// The library API: register models and pipelines by alias, run inputs through a pipeline, close.
+// Everything here runs on whichever thread calls it; the stream worker calls it from worker
+// threads so that ONNX Runtime never blocks the main event loop.
+import { ClosedError, ConfigError, UnknownPipelineError } from './errors.ts';
+import { ModelStore, type ModelSpec } from './pipelines/model-store.ts';
+import type { Pipeline } from './pipelines/pipeline.ts';
+import { createPipeline } from './pipelines/tasks.ts';
+
+export interface PipelineSpec {
+  task: string;
+  /** Alias of a registered model. */
+  model: string;
+  options?: unknown;
+}
+
+export class Hugot {
+  private readonly store = new ModelStore();
+  private readonly modelSpecs = new Map<string, ModelSpec>();
+  private readonly pipelines = new Map<string, Pipeline<unknown, unknown>>();
+  private closed = false;
+
+  registerModel(alias: string, spec: ModelSpec): void {
+    this.assertOpen();
+    if (this.modelSpecs.has(alias))
+      throw new ConfigError(`model alias '${alias}' is already registered`, {
+        field: `models.${alias}`,
+      });
+    this.modelSpecs.set(alias, spec);
+  }
+
+  async registerPipeline(alias: string, spec: PipelineSpec): Promise<Pipeline<unknown, unknown>> {
+    this.assertOpen();
+    if (this.pipelines.has(alias))
+      throw new ConfigError(`pipeline alias '${alias}' is already registered`, {
+        field: `pipelines.${alias}`,
+      });
+    const modelSpec = this.modelSpecs.get(spec.model);
+    if (modelSpec === undefined) {
+      throw new ConfigError(
+        `pipeline '${alias}' uses model '${spec.model}', which is not registered; registered: ${[...this.modelSpecs.keys()].join(', ') || '(none)'}`,
+        {
+          field: `pipelines.${alias}.model`,
+        },
+      );
+    }
+    const model = await this.store.load(modelSpec);
+    const pipeline = createPipeline(spec.task, model, spec.options);
+    this.pipelines.set(alias, pipeline);
+    return pipeline;
+  }
+
+  pipeline(alias: string): Pipeline<unknown, unknown> {
+    this.assertOpen();
+    const pipeline = this.pipelines.get(alias);
+    if (pipeline === undefined)
+      throw UnknownPipelineError.forAlias(alias, [...this.pipelines.keys()]);
+    return pipeline;
+  }
+
+  run<Output = unknown>(alias: string, inputs: readonly unknown[]): Promise<Output[]> {
+    return this.pipeline(alias).run(inputs) as Promise<Output[]>;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.pipelines.clear();
+    await this.store.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ClosedError('this Hugot session is closed; create a new one');
+  }
+}
+
+export function createHugot(): Hugot {
+  return new Hugot();
+}

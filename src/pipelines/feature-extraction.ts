@@ -1,0 +1,102 @@
+// Sentence and token embeddings: the encoder's hidden states pooled over the attention mask
+// (sentence-transformers' mean pooling), the first token (CLS), the model's own pooled output, or
+// no pooling at all.
+import { z } from 'zod';
+import { InferenceError } from '../errors.ts';
+import { parseWithSchema } from '../options/parse.ts';
+import { l2Normalize } from './math.ts';
+import type { LoadedModel } from './model-store.ts';
+import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
+import { floatOutput, textFeeds } from './tensors.ts';
+
+export const featureExtractionOptionsSchema = z
+  .object({
+    pooling: z.enum(['mean', 'cls', 'pooled', 'none']).default('mean'),
+    normalize: z.boolean().default(false),
+    /** Which model output holds the hidden states; default last_hidden_state or the first output. */
+    outputName: z.string().optional(),
+    truncation: z.boolean().default(true),
+  })
+  .strict();
+
+export type FeatureExtractionOptions = z.input<typeof featureExtractionOptionsSchema>;
+/** A vector for pooled embeddings; one vector per token when pooling is 'none'. */
+export type FeatureExtractionResult = Float32Array | Float32Array[];
+
+const TASK = 'featureExtraction';
+
+export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtractionResult> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  private readonly options: z.output<typeof featureExtractionOptionsSchema>;
+  private readonly outputName: string;
+
+  constructor(model: LoadedModel, options: FeatureExtractionOptions = {}) {
+    this.model = model;
+    this.options = parseWithSchema(featureExtractionOptionsSchema, options, 'options');
+    requireTokenizer(model, TASK);
+    const fallback = this.options.pooling === 'pooled' ? 'pooler_output' : 'last_hidden_state';
+    const wanted =
+      this.options.outputName ??
+      (model.outputNames.includes(fallback) ? fallback : model.outputNames[0]);
+    if (wanted === undefined || !model.outputNames.includes(wanted)) {
+      throw new InferenceError(
+        `${model.onnxPath} has no output '${String(wanted)}'; outputs: ${model.outputNames.join(', ')}`,
+      );
+    }
+    this.outputName = wanted;
+  }
+
+  async run(inputs: readonly string[]): Promise<FeatureExtractionResult[]> {
+    assertBatch(inputs, TASK);
+    inputs.forEach((text, i) => assertString(text, TASK, `inputs[${i}]`));
+    const tokenizer = requireTokenizer(this.model, TASK);
+    const encoded = await tokenizer.encode(inputs, {
+      truncation: this.options.truncation ? 'longest_first' : false,
+    });
+    const feeds = textFeeds(encoded, this.model.inputNames, tokenizer.padId);
+    const outputs = await this.model.session.run(feeds, [this.outputName]);
+    const hidden = floatOutput(outputs, this.outputName);
+    return encoded.map((encoding, b) => {
+      const result = this.pool(hidden.data, hidden.dims, b, encoding.attentionMask);
+      if (!this.options.normalize) return result;
+      return Array.isArray(result) ? result.map(l2Normalize) : l2Normalize(result);
+    });
+  }
+
+  private pool(
+    data: Float32Array,
+    dims: readonly number[],
+    b: number,
+    mask: readonly number[],
+  ): FeatureExtractionResult {
+    if (dims.length === 2) {
+      // Already one vector per input (a pooled output).
+      const size = dims[1] ?? 0;
+      return data.slice(b * size, (b + 1) * size);
+    }
+    const seq = dims[1] ?? 0;
+    const size = dims[2] ?? 0;
+    const base = b * seq * size;
+    const token = (t: number): Float32Array => data.slice(base + t * size, base + (t + 1) * size);
+    switch (this.options.pooling) {
+      case 'cls':
+      case 'pooled':
+        return token(0);
+      case 'none':
+        return Array.from({ length: mask.length }, (_, t) => token(t));
+      case 'mean': {
+        const sum = new Float64Array(size);
+        let count = 0;
+        for (let t = 0; t < mask.length; t += 1) {
+          if (mask[t] !== 1) continue;
+          count += 1;
+          const offset = base + t * size;
+          for (let h = 0; h < size; h += 1) sum[h] = (sum[h] ?? 0) + (data[offset + h] ?? 0);
+        }
+        const divisor = Math.max(count, 1e-9);
+        return Float32Array.from(sum, (v) => v / divisor);
+      }
+    }
+  }
+}

@@ -1,0 +1,42 @@
+// What every pipeline is: a task over a loaded model that turns a batch of inputs into one output
+// each. Pipelines hold no thread affinity: the same object runs on the main thread in tests and
+// inside worker threads in the shard pool.
+import { InputError } from '../errors.ts';
+import type { LoadedModel } from './model-store.ts';
+import type { TextTokenizer } from './text-tokenizer.ts';
+
+export interface Pipeline<Input, Output> {
+  readonly task: string;
+  readonly model: LoadedModel;
+  /** Runs the inputs as one batch; outputs are in input order. */
+  run(inputs: readonly Input[]): Promise<Output[]>;
+}
+
+export function requireTokenizer(model: LoadedModel, task: string): TextTokenizer {
+  if (model.tokenizer === undefined) {
+    throw new InputError(`${task} needs a tokenizer, but ${model.folder} has no tokenizer.json`, {
+      field: 'model',
+    });
+  }
+  return model.tokenizer;
+}
+
+export function assertBatch(inputs: unknown, task: string): asserts inputs is readonly unknown[] {
+  if (!Array.isArray(inputs))
+    throw new InputError(`${task} takes an array of inputs, got ${typeof inputs}`, {
+      field: 'inputs',
+    });
+  if (inputs.length === 0)
+    throw new InputError(`${task} was given an empty batch; pass at least one input`, {
+      field: 'inputs',
+    });
+}
+
+export function assertString(value: unknown, task: string, field: string): asserts value is string {
+  if (typeof value !== 'string') {
+    throw new InputError(
+      `${task}: ${field} must be a string, got ${value === null ? 'null' : typeof value}`,
+      { field },
+    );
+  }
+}

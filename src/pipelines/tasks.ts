@@ -1,0 +1,33 @@
+// The task name a user writes in configuration -> the pipeline class that implements it.
+import { ConfigError } from '../errors.ts';
+import { FeatureExtractionPipeline } from './feature-extraction.ts';
+import type { LoadedModel } from './model-store.ts';
+import type { Pipeline } from './pipeline.ts';
+import { TextClassificationPipeline } from './text-classification.ts';
+
+type Factory = (model: LoadedModel, options: unknown) => Pipeline<unknown, unknown>;
+
+const factories = {
+  featureExtraction: (model, options) => new FeatureExtractionPipeline(model, options as object),
+  textClassification: (model, options) => new TextClassificationPipeline(model, options as object),
+} satisfies Record<string, Factory>;
+
+export type TaskName = keyof typeof factories;
+export const TASK_NAMES = Object.keys(factories) as TaskName[];
+
+export function isTaskName(name: string): name is TaskName {
+  return Object.hasOwn(factories, name);
+}
+
+export function createPipeline(
+  task: string,
+  model: LoadedModel,
+  options: unknown = {},
+): Pipeline<unknown, unknown> {
+  if (!isTaskName(task)) {
+    throw new ConfigError(`unknown task '${task}'; tasks: ${TASK_NAMES.join(', ')}`, {
+      field: 'task',
+    });
+  }
+  return factories[task](model, options ?? {});
+}

@@ -1,0 +1,99 @@
+// Sequence classification with Python's rules for turning logits into scores: softmax for
+// single-label models, sigmoid for multi-label or one-logit models, none for regression.
+import { z } from 'zod';
+import { InputError } from '../errors.ts';
+import { parseWithSchema } from '../options/parse.ts';
+import { sigmoid, softmax, topKIndices } from './math.ts';
+import type { LoadedModel } from './model-store.ts';
+import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
+import { floatOutput, row, textFeeds } from './tensors.ts';
+import type { TextInput } from './text-tokenizer.ts';
+
+export const textClassificationOptionsSchema = z
+  .object({
+    /** Default: chosen from the model config as Python chooses it. */
+    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+    /** How many labels to return, best first; null returns every label. */
+    topK: z.number().int().min(1).nullable().default(1),
+    truncation: z.boolean().default(true),
+  })
+  .strict();
+
+export type TextClassificationOptions = z.input<typeof textClassificationOptionsSchema>;
+export interface LabelScore {
+  label: string;
+  score: number;
+}
+export type TextClassificationInput = string | { text: string; textPair?: string };
+
+const TASK = 'textClassification';
+
+export class TextClassificationPipeline implements Pipeline<TextClassificationInput, LabelScore[]> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  private readonly options: z.output<typeof textClassificationOptionsSchema>;
+  private readonly apply: 'softmax' | 'sigmoid' | 'none';
+
+  constructor(model: LoadedModel, options: TextClassificationOptions = {}) {
+    this.model = model;
+    this.options = parseWithSchema(textClassificationOptionsSchema, options, 'options');
+    requireTokenizer(model, TASK);
+    this.apply = this.options.functionToApply ?? defaultFunction(model);
+  }
+
+  async run(inputs: readonly TextClassificationInput[]): Promise<LabelScore[][]> {
+    assertBatch(inputs, TASK);
+    const texts = inputs.map(toTextInput);
+    const tokenizer = requireTokenizer(this.model, TASK);
+    const encoded = await tokenizer.encode(texts, {
+      truncation: this.options.truncation ? 'longest_first' : false,
+    });
+    const outputs = await this.model.session.run(
+      textFeeds(encoded, this.model.inputNames, tokenizer.padId),
+    );
+    const logits = floatOutput(
+      outputs,
+      this.model.outputNames.includes('logits')
+        ? 'logits'
+        : (this.model.outputNames[0] ?? 'logits'),
+    );
+    return texts.map((_, b) => this.scoresFor(row(logits, b)));
+  }
+
+  private scoresFor(logits: Float32Array): LabelScore[] {
+    const scores =
+      this.apply === 'softmax'
+        ? softmax(logits)
+        : this.apply === 'sigmoid'
+          ? Array.from(logits, sigmoid)
+          : Array.from(logits);
+    const k = this.options.topK ?? scores.length;
+    return topKIndices(scores, k).map((i) => ({
+      label: labelOf(this.model, i),
+      score: scores[i] ?? 0,
+    }));
+  }
+}
+
+export function labelOf(model: LoadedModel, index: number): string {
+  return model.config.labels[index] ?? `LABEL_${index}`;
+}
+
+function defaultFunction(model: LoadedModel): 'softmax' | 'sigmoid' | 'none' {
+  const { problemType, labels } = model.config;
+  if (problemType === 'regression') return 'none';
+  if (problemType === 'multi_label_classification' || labels.length === 1) return 'sigmoid';
+  return 'softmax';
+}
+
+function toTextInput(input: TextClassificationInput, index: number): TextInput {
+  if (typeof input === 'string') return input;
+  if (input !== null && typeof input === 'object' && typeof input.text === 'string') {
+    if (input.textPair === undefined) return input.text;
+    if (typeof input.textPair === 'string') return [input.text, input.textPair];
+  }
+  throw new InputError(
+    `${TASK}: inputs[${index}] must be a string or {text, textPair?} of strings`,
+    { field: `inputs[${index}]` },
+  );
+}
