@@ -54,6 +54,8 @@ export interface SpecialTokens {
   eos: string | undefined;
 }
 
+const LEFT_PADDING_CLASSES = new Set(['LlamaTokenizer', 'CodeLlamaTokenizer', 'GemmaTokenizer']);
+
 // Python uses int(1e30) to say "no limit"; anything this large means the same.
 const NO_LIMIT = 1e12;
 
@@ -130,6 +132,18 @@ export class TextTokenizer {
     return this.base.idToToken(id) ?? undefined;
   }
 
+  /**
+   * Python's tokenizer classes carry their own default when tokenizer_config.json says nothing:
+   * the Llama family pads on the left, everything else on the right.
+   */
+  get paddingSide(): 'left' | 'right' {
+    const declared = this.config.padding_side;
+    if (declared === 'left' || declared === 'right') return declared;
+    const cls =
+      typeof this.config['tokenizer_class'] === 'string' ? this.config['tokenizer_class'] : '';
+    return LEFT_PADDING_CLASSES.has(cls.replace(/Fast$/, '')) ? 'left' : 'right';
+  }
+
   get padId(): number {
     return this.tokenId(this.special.pad) ?? 0;
   }
@@ -152,10 +166,68 @@ export class TextTokenizer {
           inputs.map((input) =>
             typeof input === 'string'
               ? tokenizer.encode(input, null, encodeOptions)
-              : tokenizer.encode(input[0], input[1], encodeOptions),
+              : this.encodePair(tokenizer, input, options),
           ),
         );
-    return encodings.map(toTokenized);
+    return encodings.map((e) => ('ids' in e ? e : toTokenized(e)));
+  }
+
+  /**
+   * The Rust core inside the npm package splits a longest-first pair budget differently from the
+   * one Python ships (it gives the odd token to the other sequence), so that one case is cut
+   * here with Python's rule: the shorter sequence keeps what it can, and when both are too long
+   * they share the budget, the longer one getting the odd token.
+   */
+  private async encodePair(
+    tokenizer: Tokenizer,
+    pair: readonly [string, string],
+    options: EncodeOptions,
+  ): Promise<Encoding | TokenizedText> {
+    const addSpecialTokens = options.addSpecialTokens ?? true;
+    const maxLength = options.maxLength ?? this.maxLength;
+    const manual =
+      (options.truncation ?? 'longest_first') === 'longest_first' &&
+      maxLength !== undefined &&
+      !options.stride;
+    if (!manual) return tokenizer.encode(pair[0], pair[1], { addSpecialTokens });
+    const [first, second] = await Promise.all([
+      this.base.encode(pair[0], null, { addSpecialTokens: false }),
+      this.base.encode(pair[1], null, { addSpecialTokens: false }),
+    ]);
+    const budget = maxLength - (addSpecialTokens ? await this.pairSpecialTokenCount() : 0);
+    let [n1, n2] = [first.getLength(), second.getLength()];
+    if (n1 + n2 > budget) {
+      const swap = n1 > n2;
+      let [short, long] = swap ? [n2, n1] : [n1, n2];
+      long = short > budget ? short : Math.max(short, budget - short);
+      if (short + long > budget) {
+        short = Math.floor(budget / 2);
+        long = short + (budget % 2);
+      }
+      [n1, n2] = swap ? [long, short] : [short, long];
+      const direction = this.config.truncation_side === 'left' ? 'left' : 'right';
+      first.truncate(n1, 0, direction);
+      second.truncate(n2, 0, direction);
+    }
+    // Post-processing an encoding a second time trims byte-level offsets again, so offsets come
+    // from the two single encodings; everything else from the post-processed pair.
+    const merged = toTokenized(this.base.postProcess(first, second, addSpecialTokens));
+    const own = [first.getOffsets(), second.getOffsets()];
+    const next = [0, 0];
+    merged.offsets = merged.sequenceIds.map((sequence, i) => {
+      if (sequence === null || merged.specialTokensMask[i] === 1) return [0, 0];
+      const offset = own[sequence]?.[next[sequence]!++];
+      return [offset?.[0] ?? 0, offset?.[1] ?? 0];
+    });
+    return merged;
+  }
+
+  private pairSpecialTokens: Promise<number> | undefined;
+  private pairSpecialTokenCount(): Promise<number> {
+    this.pairSpecialTokens ??= this.base
+      .encode('', '', { addSpecialTokens: true })
+      .then((e) => e.getLength());
+    return this.pairSpecialTokens;
   }
 
   async decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
