@@ -4,12 +4,15 @@ import { FeatureExtractionPipeline } from './feature-extraction.ts';
 import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { TextClassificationPipeline } from './text-classification.ts';
+import { TokenClassificationPipeline } from './token-classification.ts';
 
 type Factory = (model: LoadedModel, options: unknown) => Pipeline<unknown, unknown>;
 
 const factories = {
   featureExtraction: (model, options) => new FeatureExtractionPipeline(model, options as object),
   textClassification: (model, options) => new TextClassificationPipeline(model, options as object),
+  tokenClassification: (model, options) =>
+    new TokenClassificationPipeline(model, options as object),
 } satisfies Record<string, Factory>;
 
 export type TaskName = keyof typeof factories;
