@@ -57,8 +57,8 @@ export class Hugot {
     return pipeline;
   }
 
-  run<Output = unknown>(alias: string, inputs: readonly unknown[]): Promise<Output[]> {
-    return this.pipeline(alias).run(inputs) as Promise<Output[]>;
+  async run<Output = unknown>(alias: string, inputs: readonly unknown[]): Promise<Output[]> {
+    return (await this.pipeline(alias).run(inputs)) as Output[];
   }
 
   async close(): Promise<void> {
