@@ -5,6 +5,10 @@ import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { TextClassificationPipeline } from './text-classification.ts';
 import { TokenClassificationPipeline } from './token-classification.ts';
+import {
+  ZeroShotClassificationPipeline,
+  type ZeroShotClassificationOptions,
+} from './zero-shot-classification.ts';
 
 type Factory = (model: LoadedModel, options: unknown) => Pipeline<unknown, unknown>;
 
@@ -13,6 +17,9 @@ const factories = {
   textClassification: (model, options) => new TextClassificationPipeline(model, options as object),
   tokenClassification: (model, options) =>
     new TokenClassificationPipeline(model, options as object),
+  // The options are validated by the pipeline's schema; candidateLabels is required there.
+  zeroShotClassification: (model, options) =>
+    new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
 } satisfies Record<string, Factory>;
 
 export type TaskName = keyof typeof factories;
