@@ -48,6 +48,17 @@ def main() -> None:
         result = vision.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("all-MiniLM-L6-v2-int8"):
+        import tempfile
+
+        from kit import minilm
+        from kit.common import DEFAULT_MODELS
+
+        with tempfile.TemporaryDirectory() as work:
+            result = minilm.build_default(DEFAULT_MODELS / "all-MiniLM-L6-v2-int8", Path(work))
+        print(f"{result['name']}: fp32 parity {result['parity']['max_abs_diff']:.2e}, "
+              f"int8 min cosine to fp32 {result['min_cosine_vs_fp32']:.4f}", flush=True)
+
     print(f"fixtures built in {time.time() - started:.0f}s")
 
 

@@ -46,7 +46,9 @@ def export(
     """TorchScript-based export: it gives the plain op graph Optimum produces and runs in seconds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     input_names = list(example.keys())
-    wrapped = NamedOutputs(module, input_names, output_names)
+    # A fresh wrapper is in training mode, and the exporter restores that mode onto the wrapped model
+    # afterwards: dropout would then silently perturb every later torch reference call.
+    wrapped = NamedOutputs(module, input_names, output_names).eval()
     with torch.no_grad():
         torch.onnx.export(
             wrapped,
@@ -59,6 +61,7 @@ def export(
             do_constant_folding=True,
             dynamo=False,
         )
+    module.eval()
     model = onnx.load(str(path))
     onnx.checker.check_model(model)
     # Keep the file self-contained (no external data) and free of anything that varies per run.
