@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.ts';
 import { FeatureExtractionPipeline } from './feature-extraction.ts';
 import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
+import { QuestionAnsweringPipeline } from './question-answering.ts';
 import { TextClassificationPipeline } from './text-classification.ts';
 import { TokenClassificationPipeline } from './token-classification.ts';
 import {
@@ -20,6 +21,7 @@ const factories = {
   // The options are validated by the pipeline's schema; candidateLabels is required there.
   zeroShotClassification: (model, options) =>
     new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
+  questionAnswering: (model, options) => new QuestionAnsweringPipeline(model, options as object),
 } satisfies Record<string, Factory>;
 
 export type TaskName = keyof typeof factories;
