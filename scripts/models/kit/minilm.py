@@ -90,7 +90,8 @@ def quantize(fp32: Path, int8: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     int8.parent.mkdir(parents=True, exist_ok=True)
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    # Per-channel scales keep MiniLM much closer to fp32 than one scale per tensor.
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray, normalize: bool) -> np.ndarray:
