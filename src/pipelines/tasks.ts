@@ -1,5 +1,6 @@
 // The task name a user writes in configuration -> the pipeline class that implements it.
 import { ConfigError } from '../errors.ts';
+import { CrossEncoderPipeline } from './cross-encoder.ts';
 import { FeatureExtractionPipeline } from './feature-extraction.ts';
 import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
@@ -21,6 +22,7 @@ const factories = {
   // The options are validated by the pipeline's schema; candidateLabels is required there.
   zeroShotClassification: (model, options) =>
     new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
+  crossEncoder: (model, options) => new CrossEncoderPipeline(model, options as object),
   questionAnswering: (model, options) => new QuestionAnsweringPipeline(model, options as object),
 } satisfies Record<string, Factory>;
 
