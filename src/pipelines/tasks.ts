@@ -2,10 +2,12 @@
 import { ConfigError } from '../errors.ts';
 import { CrossEncoderPipeline } from './cross-encoder.ts';
 import { FeatureExtractionPipeline } from './feature-extraction.ts';
+import { FillMaskPipeline } from './fill-mask.ts';
 import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { QuestionAnsweringPipeline } from './question-answering.ts';
 import { TextClassificationPipeline } from './text-classification.ts';
+import { TextGenerationPipeline } from './text-generation.ts';
 import { TokenClassificationPipeline } from './token-classification.ts';
 import {
   ZeroShotClassificationPipeline,
@@ -24,6 +26,8 @@ const factories = {
     new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
   crossEncoder: (model, options) => new CrossEncoderPipeline(model, options as object),
   questionAnswering: (model, options) => new QuestionAnsweringPipeline(model, options as object),
+  fillMask: (model, options) => new FillMaskPipeline(model, options as object),
+  textGeneration: (model, options) => new TextGenerationPipeline(model, options as object),
 } satisfies Record<string, Factory>;
 
 export type TaskName = keyof typeof factories;
