@@ -9,6 +9,10 @@ export type ErrorCode =
   | 'PIPELINE_UNKNOWN'
   | 'PROVIDER_UNAVAILABLE'
   | 'INFERENCE_FAILED'
+  | 'OVERLOADED'
+  | 'DEADLINE_EXCEEDED'
+  | 'CANCELLED'
+  | 'WORKER_CRASHED'
   | 'CLOSED';
 
 export interface HugotErrorOptions {
@@ -91,6 +95,37 @@ export class InferenceError extends HugotError {
   }
 }
 
+/** The queue is past its hard limit: the caller should back off and retry. */
+export class OverloadedError extends HugotError {
+  override name = 'OverloadedError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('OVERLOADED', message, true, options);
+  }
+}
+
+/** The item's deadline passed before it could run; it never ran. */
+export class DeadlineExceededError extends HugotError {
+  override name = 'DeadlineExceededError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('DEADLINE_EXCEEDED', message, false, options);
+  }
+}
+
+export class CancelledError extends HugotError {
+  override name = 'CancelledError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('CANCELLED', message, false, options);
+  }
+}
+
+/** A worker thread died while running the batch (twice, when the retry died too). */
+export class WorkerCrashedError extends HugotError {
+  override name = 'WorkerCrashedError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('WORKER_CRASHED', message, true, options);
+  }
+}
+
 export class ClosedError extends HugotError {
   override name = 'ClosedError';
   constructor(message: string, options?: HugotErrorOptions) {
@@ -140,6 +175,10 @@ const errorClasses: Record<string, ErrorClass> = {
   UnknownPipelineError,
   ProviderUnavailableError,
   InferenceError,
+  OverloadedError,
+  DeadlineExceededError,
+  CancelledError,
+  WorkerCrashedError,
   ClosedError,
 };
 

@@ -1,0 +1,42 @@
+// How a pipeline's queue cuts batches. Defaults suit a CPU shard running small encoders.
+import { z } from 'zod';
+import { parseWithSchema } from '../options/parse.ts';
+
+export const batcherOptionsSchema = z
+  .object({
+    /** Most inputs in one batch. */
+    maxBatchSize: z.number().int().min(1).default(32),
+    /** Most padded tokens in one batch: the longest member's length times the rows. */
+    maxBatchTokens: z.number().int().min(1).default(8192),
+    /** A batch is cut when its oldest item has waited this long, full or not. */
+    maxWaitMs: z.number().min(0).default(10),
+    /** How many of the oldest queued items are sorted by length to pick batch mates. */
+    sortWindow: z.number().int().min(1).default(256),
+    /** Number of priority levels; 0 is the most urgent. */
+    priorities: z.number().int().min(1).max(16).default(3),
+    /** Sources are told to pause at this many queued items... */
+    maxQueued: z.number().int().min(1).default(4096),
+    /** ...and to resume once the queue is down to this many. Default: half of maxQueued. */
+    resumeAt: z.number().int().min(0).optional(),
+  })
+  .strict()
+  .refine((o) => o.resumeAt === undefined || o.resumeAt < o.maxQueued, {
+    message: 'resumeAt must be below maxQueued',
+    path: ['resumeAt'],
+  });
+
+export type BatcherOptions = z.input<typeof batcherOptionsSchema>;
+export interface CompiledBatcherOptions extends Omit<
+  z.output<typeof batcherOptionsSchema>,
+  'resumeAt'
+> {
+  resumeAt: number;
+}
+
+export function compileBatcherOptions(
+  options: BatcherOptions = {},
+  path = 'batching',
+): CompiledBatcherOptions {
+  const parsed = parseWithSchema(batcherOptionsSchema, options, path);
+  return { ...parsed, resumeAt: parsed.resumeAt ?? Math.floor(parsed.maxQueued / 2) };
+}
