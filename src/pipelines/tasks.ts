@@ -8,7 +8,6 @@ import type { Pipeline } from './pipeline.ts';
 import { QuestionAnsweringPipeline } from './question-answering.ts';
 import { TextClassificationPipeline } from './text-classification.ts';
 import { TextGenerationPipeline } from './text-generation.ts';
-import { TextGenerationPipeline } from './text-generation.ts';
 import { TokenClassificationPipeline } from './token-classification.ts';
 import {
   ZeroShotClassificationPipeline,
@@ -28,7 +27,6 @@ const factories = {
   crossEncoder: (model, options) => new CrossEncoderPipeline(model, options as object),
   questionAnswering: (model, options) => new QuestionAnsweringPipeline(model, options as object),
   fillMask: (model, options) => new FillMaskPipeline(model, options as object),
-  textGeneration: (model, options) => new TextGenerationPipeline(model, options as object),
   textGeneration: (model, options) => new TextGenerationPipeline(model, options as object),
 } satisfies Record<string, Factory>;
 
