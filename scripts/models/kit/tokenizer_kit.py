@@ -62,7 +62,7 @@ def byte_level_bpe(texts: list[str]):
     return RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=MAX_LENGTH)
 
 
-def sentencepiece_bpe(texts: list[str]):
+def sentencepiece_bpe(texts: list[str], vocab_size: int = VOCAB_SIZE):
     """Llama-style: metaspace pre-tokenization and byte fallback instead of an unknown token."""
     from transformers import LlamaTokenizer
 
@@ -72,7 +72,7 @@ def sentencepiece_bpe(texts: list[str]):
     raw.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
     byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=vocab_size,
         min_frequency=2,
         special_tokens=["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", *byte_tokens],
         show_progress=False,
