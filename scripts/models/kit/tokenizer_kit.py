@@ -42,7 +42,13 @@ def wordpiece(texts: list[str]):
         show_progress=False,
     )
     raw.train_from_iterator(texts, trainer)
-    return BertTokenizer(vocab=raw.get_vocab(), do_lower_case=True, model_max_length=MAX_LENGTH)
+    # The WordPiece trainer finds the same token set every run but numbers some tokens differently
+    # (hash-map order). WordPiece has no merges, so renumbering in a fixed order is harmless and makes
+    # rebuilds byte-identical.
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    rest = sorted((t for t in raw.get_vocab() if t not in specials), key=lambda t: (t.startswith("##"), t))
+    vocab = {token: i for i, token in enumerate(specials + rest)}
+    return BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=MAX_LENGTH)
 
 
 def byte_level_bpe(texts: list[str]):
