@@ -49,6 +49,10 @@ export class Hugot {
     return pipeline;
   }
 
+  aliases(): string[] {
+    return [...this.pipelines.keys()];
+  }
+
   pipeline(alias: string): Pipeline<unknown, unknown> {
     this.assertOpen();
     const pipeline = this.pipelines.get(alias);

@@ -89,7 +89,8 @@ function defaultFunction(model: LoadedModel): 'softmax' | 'sigmoid' | 'none' {
 function toTextInput(input: TextClassificationInput, index: number): TextInput {
   if (typeof input === 'string') return input;
   if (input !== null && typeof input === 'object' && typeof input.text === 'string') {
-    if (input.textPair === undefined) return input.text;
+    // Python's tokenizer drops a falsy text_pair, so an empty pair encodes the text alone.
+    if (input.textPair === undefined || input.textPair === '') return input.text;
     if (typeof input.textPair === 'string') return [input.text, input.textPair];
   }
   throw new InputError(

@@ -1,0 +1,151 @@
+// Moves batches from the pipelines' queues to the shards. A shard takes a batch whenever it has
+// room (a free thread, or the one prefetch slot); queues are visited round-robin so one busy
+// pipeline cannot hold the others back; a timer wakes the loop when the oldest waiting item's
+// maxWaitMs runs out.
+import { CancelledError, DeadlineExceededError } from '../errors.ts';
+import type { BatchQueue, QueueItem } from '../batching/batch-queue.ts';
+import type { Shard } from '../workers/shard.ts';
+
+export interface Pending {
+  input: unknown;
+  resolve: (output: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface DispatchStats {
+  batches: number;
+  items: number;
+  /** Sum of the items' own token lengths times their rows. */
+  realTokens: number;
+  /** Sum of each batch's longest length times its rows: what the model computes on. */
+  paddedTokens: number;
+}
+
+export class Dispatcher {
+  readonly stats: DispatchStats = { batches: 0, items: 0, realTokens: 0, paddedTokens: 0 };
+  private readonly queues: Map<string, BatchQueue<Pending>>;
+  private readonly shards: readonly Shard[];
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private nextQueue = 0;
+  private flushing = false;
+  private readonly idleWaiters = new Set<() => void>();
+  private inFlight = 0;
+
+  constructor(
+    queues: Map<string, BatchQueue<Pending>>,
+    shards: readonly Shard[],
+    now: () => number,
+  ) {
+    this.queues = queues;
+    this.shards = shards;
+    this.now = now;
+  }
+
+  /** Call after anything that may make a batch ready or a shard free. */
+  pump(): void {
+    const names = [...this.queues.keys()];
+    let soonest = Infinity;
+    for (;;) {
+      const shard = this.freestShard();
+      if (shard === undefined) break;
+      let dispatched = false;
+      soonest = Infinity;
+      for (let i = 0; i < names.length && !dispatched; i += 1) {
+        const name = names[(this.nextQueue + i) % names.length] as string;
+        const queue = this.queues.get(name) as BatchQueue<Pending>;
+        const cut = queue.cut(this.now(), this.flushing);
+        for (const item of cut.expired)
+          item.payload.reject(
+            new DeadlineExceededError(
+              `deadline passed after ${this.now() - item.enqueuedAt} ms in the '${name}' queue; it never ran`,
+            ),
+          );
+        for (const item of cut.cancelled)
+          item.payload.reject(new CancelledError(`cancelled while queued for '${name}'`));
+        if (cut.batch !== undefined) {
+          this.nextQueue = (this.nextQueue + i + 1) % names.length;
+          this.dispatch(shard, name, cut.batch);
+          dispatched = true;
+        } else soonest = Math.min(soonest, cut.waitMs);
+      }
+      if (!dispatched) break;
+    }
+    this.armTimer(soonest);
+    this.notifyIfIdle();
+  }
+
+  /** Cuts whatever is queued without waiting for full batches (shutdown). */
+  flush(): void {
+    this.flushing = true;
+    this.pump();
+  }
+
+  /** Resolves once every queue is empty and no batch is running. */
+  whenIdle(): Promise<void> {
+    return new Promise((resolve) => {
+      this.idleWaiters.add(resolve);
+      this.notifyIfIdle();
+    });
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private freestShard(): Shard | undefined {
+    let best: Shard | undefined;
+    for (const shard of this.shards) {
+      if (shard.hasRoom && (best === undefined || shard.inFlight < best.inFlight)) best = shard;
+    }
+    return best;
+  }
+
+  private dispatch(shard: Shard, pipeline: string, batch: QueueItem<Pending>[]): void {
+    const longest = batch.reduce((max, item) => Math.max(max, item.tokens), 0);
+    const rows = batch.reduce((sum, item) => sum + item.rows, 0);
+    this.stats.batches += 1;
+    this.stats.items += batch.length;
+    this.stats.paddedTokens += longest * rows;
+    this.stats.realTokens += batch.reduce((sum, item) => sum + item.tokens * item.rows, 0);
+    this.inFlight += 1;
+    shard
+      .run(
+        pipeline,
+        batch.map((item) => item.payload.input),
+      )
+      .then(
+        ({ outputs }) => batch.forEach((item, i) => item.payload.resolve(outputs[i])),
+        (error: unknown) => batch.forEach((item) => item.payload.reject(error)),
+      )
+      .finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+      });
+  }
+
+  private armTimer(waitMs: number): void {
+    if (!Number.isFinite(waitMs)) return;
+    const at = this.now() + waitMs;
+    if (this.timer !== undefined && this.timerAt <= at) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.pump();
+      },
+      Math.max(0, Math.ceil(waitMs)),
+    );
+  }
+
+  private notifyIfIdle(): void {
+    if (this.idleWaiters.size === 0 || this.inFlight > 0) return;
+    for (const queue of this.queues.values()) if (queue.size > 0) return;
+    for (const resolve of this.idleWaiters) resolve();
+    this.idleWaiters.clear();
+  }
+}

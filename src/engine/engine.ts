@@ -1,0 +1,205 @@
+// The in-process API the stream worker calls: submit(pipeline, input) -> Promise<result>, over a
+// batch queue per pipeline and one or more shards of inference threads.
+import { readdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { BatchQueue, type Pressure } from '../batching/batch-queue.ts';
+import { compileBatcherOptions, type BatcherOptions } from '../batching/batcher-options.ts';
+import { ClosedError, ConfigError, UnknownPipelineError } from '../errors.ts';
+import { silentLogger, type Logger } from '../logger.ts';
+import { readModelConfig } from '../pipelines/model-config.ts';
+import type { ModelSpec } from '../pipelines/model-store.ts';
+import { isTaskName, TASK_NAMES } from '../pipelines/tasks.ts';
+import { TextTokenizer } from '../pipelines/text-tokenizer.ts';
+import type { PipelineDefinition } from '../workers/protocol.ts';
+import { Shard } from '../workers/shard.ts';
+import { compileShard, type ShardOption } from '../workers/shard-spec.ts';
+import { Dispatcher, type DispatchStats, type Pending } from './dispatcher.ts';
+import { inputCost, type CostContext } from './input-cost.ts';
+
+export interface EnginePipeline extends PipelineDefinition {
+  /** Overrides the engine-wide batching options for this pipeline. */
+  batching?: BatcherOptions;
+}
+
+export interface EngineOptions {
+  models: Record<string, ModelSpec>;
+  pipelines: Record<string, EnginePipeline>;
+  /** Default: one CPU shard sized to the machine's cores. */
+  shards?: ShardOption[];
+  batching?: BatcherOptions;
+  logger?: Logger;
+  /** Inference thread module (tests substitute one that crashes). */
+  workerFile?: string;
+}
+
+export interface SubmitOptions {
+  /** 0 is the most urgent; default 1. */
+  priority?: number;
+  /** Milliseconds from now after which the input must not run. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export class Engine {
+  private readonly queues = new Map<string, BatchQueue<Pending>>();
+  private readonly costs = new Map<string, CostContext>();
+  private readonly dispatcher: Dispatcher;
+  private readonly shards: Shard[];
+  private closed = false;
+  private aborted = false;
+  /** Submissions still measuring their input: close('drain') must wait for them to queue. */
+  private readonly admitting = new Set<Promise<unknown>>();
+
+  private constructor(
+    shards: Shard[],
+    queues: Map<string, BatchQueue<Pending>>,
+    costs: Map<string, CostContext>,
+  ) {
+    this.shards = shards;
+    this.queues = queues;
+    this.costs = costs;
+    this.dispatcher = new Dispatcher(queues, shards, () => performance.now());
+  }
+
+  /** Validates the options, loads tokenizers here and every pipeline on every thread. */
+  static async start(options: EngineOptions): Promise<Engine> {
+    const logger = options.logger ?? silentLogger;
+    const queues = new Map<string, BatchQueue<Pending>>();
+    const costs = new Map<string, CostContext>();
+    const tokenizers = new Map<string, Promise<TextTokenizer | undefined>>();
+    for (const [alias, pipeline] of Object.entries(options.pipelines)) {
+      if (!isTaskName(pipeline.task)) {
+        throw new ConfigError(
+          `pipelines.${alias}.task: unknown task '${pipeline.task}'; tasks: ${TASK_NAMES.join(', ')}`,
+          {
+            field: `pipelines.${alias}.task`,
+          },
+        );
+      }
+      const model = options.models[pipeline.model];
+      if (model === undefined) {
+        throw new ConfigError(
+          `pipelines.${alias}.model: no model '${pipeline.model}' in models (${Object.keys(options.models).join(', ') || 'none'})`,
+          {
+            field: `pipelines.${alias}.model`,
+          },
+        );
+      }
+      const batching = compileBatcherOptions(
+        { ...options.batching, ...pipeline.batching },
+        `pipelines.${alias}.batching`,
+      );
+      queues.set(alias, new BatchQueue<Pending>(batching));
+      if (!tokenizers.has(pipeline.model))
+        tokenizers.set(pipeline.model, loadTokenizer(model.path));
+      costs.set(alias, {
+        task: pipeline.task,
+        tokenizer: await tokenizers.get(pipeline.model),
+        options: (pipeline.options ?? {}) as Record<string, unknown>,
+      });
+    }
+    const setup = { models: options.models, pipelines: options.pipelines };
+    const shards = (options.shards ?? ['cpu']).map(
+      (shard, i) =>
+        new Shard({
+          spec: compileShard(shard, `shards[${i}]`),
+          setup,
+          logger,
+          ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+        }),
+    );
+    try {
+      await Promise.all(shards.map((shard) => shard.warmup()));
+    } catch (err) {
+      await Promise.all(shards.map((shard) => shard.abort()));
+      throw err;
+    }
+    logger.info(
+      { shards: shards.map((s) => s.spec), pipelines: [...queues.keys()] },
+      'engine ready',
+    );
+    return new Engine(shards, queues, costs);
+  }
+
+  get stats(): DispatchStats {
+    return { ...this.dispatcher.stats };
+  }
+
+  /** Listens to a pipeline's admission signal: pause sources at 'pause', resume at 'resume'. */
+  onPressure(alias: string, listener: (pressure: Pressure) => void): () => void {
+    return this.queue(alias).onPressure(listener);
+  }
+
+  queued(alias: string): number {
+    return this.queue(alias).size;
+  }
+
+  async submit<Output = unknown>(
+    alias: string,
+    input: unknown,
+    options: SubmitOptions = {},
+  ): Promise<Output> {
+    if (this.closed) throw new ClosedError('the engine is closed');
+    const queue = this.queue(alias);
+    const measuring = inputCost(input, this.costs.get(alias) as CostContext);
+    this.admitting.add(measuring);
+    const cost = await measuring.finally(() => this.admitting.delete(measuring));
+    if (this.aborted) throw new ClosedError('the engine was aborted');
+    const submitted = performance.now();
+    return new Promise<Output>((resolve, reject) => {
+      queue.push(
+        { input, resolve: resolve as (o: unknown) => void, reject },
+        cost.tokens,
+        submitted,
+        {
+          rows: cost.rows,
+          ...(options.priority !== undefined ? { priority: options.priority } : {}),
+          ...(options.timeoutMs !== undefined ? { deadline: submitted + options.timeoutMs } : {}),
+          ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        },
+      );
+      this.dispatcher.pump();
+    });
+  }
+
+  /**
+   * 'drain' runs everything queued and in flight, then stops the threads; 'abort' fails what is
+   * queued and stops the threads at once.
+   */
+  async close(mode: 'drain' | 'abort' = 'drain'): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (mode === 'drain') {
+      await Promise.allSettled(this.admitting);
+      this.dispatcher.flush();
+      await this.dispatcher.whenIdle();
+      this.dispatcher.stop();
+      await Promise.all(this.shards.map((shard) => shard.drain()));
+      return;
+    }
+    this.aborted = true;
+    this.dispatcher.stop();
+    for (const [alias, queue] of this.queues) {
+      for (const item of queue.drainAll())
+        item.payload.reject(
+          new ClosedError(`the engine was aborted before '${alias}' ran this input`),
+        );
+    }
+    await Promise.all(this.shards.map((shard) => shard.abort()));
+  }
+
+  private queue(alias: string): BatchQueue<Pending> {
+    const queue = this.queues.get(alias);
+    if (queue === undefined) throw UnknownPipelineError.forAlias(alias, [...this.queues.keys()]);
+    return queue;
+  }
+}
+
+async function loadTokenizer(path: string): Promise<TextTokenizer | undefined> {
+  const folder = resolve(path);
+  const files = await readdir(folder).catch(() => [] as string[]);
+  if (!files.includes('tokenizer.json')) return undefined;
+  const config = await readModelConfig(folder);
+  return TextTokenizer.load(folder, config.maxPositionEmbeddings);
+}

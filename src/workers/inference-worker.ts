@@ -1,0 +1,66 @@
+// The body of every inference thread: it loads its shard's models and pipelines once, then runs
+// whole batches. ONNX Runtime blocks the thread it runs on, which is why this is not the main one.
+import { performance } from 'node:perf_hooks';
+import { threadId, workerData } from 'node:worker_threads';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { serializeError } from '../errors.ts';
+import { createHugot, type Hugot } from '../hugot.ts';
+import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
+
+let loading: Promise<Hugot> | undefined;
+
+function load(): Promise<Hugot> {
+  loading ??= (async () => {
+    const setup = workerData as WorkerSetup;
+    const hugot = createHugot();
+    for (const [alias, spec] of Object.entries(setup.models)) hugot.registerModel(alias, spec);
+    for (const [alias, definition] of Object.entries(setup.pipelines))
+      await hugot.registerPipeline(alias, definition);
+    return hugot;
+  })();
+  // A failed load is retried by the next request instead of failing every request forever.
+  loading.catch(() => (loading = undefined));
+  return loading;
+}
+
+export default async function handle(request: WorkerRequest): Promise<WorkerResponse> {
+  try {
+    const hugot = await load();
+    switch (request.kind) {
+      case 'warmup':
+        return { kind: 'ready', pipelines: hugot.aliases(), threadId };
+      case 'run': {
+        const started = performance.now();
+        const outputs = await hugot.run(request.pipeline, request.inputs);
+        const response: WorkerResponse = {
+          kind: 'outputs',
+          outputs,
+          threadId,
+          computeMs: performance.now() - started,
+        };
+        return withTransfers(response, transferables(outputs));
+      }
+    }
+  } catch (err) {
+    return { kind: 'failed', error: serializeError(err), threadId };
+  }
+}
+
+/** piscina posts a movable reply with the listed buffers in its transfer list. */
+function withTransfers(response: WorkerResponse, buffers: ArrayBuffer[]): WorkerResponse {
+  const movable = { [transferableSymbol]: buffers, [valueSymbol]: response };
+  return move(movable) as unknown as WorkerResponse;
+}
+
+/** Typed-array buffers in the outputs (embeddings) are moved to the main thread, not copied. */
+function transferables(value: unknown, found: ArrayBuffer[] = [], depth = 0): ArrayBuffer[] {
+  if (depth > 4 || value === null || typeof value !== 'object') return found;
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer && !found.includes(value.buffer))
+      found.push(value.buffer);
+    return found;
+  }
+  const children = Array.isArray(value) ? value : Object.values(value);
+  for (const child of children) transferables(child, found, depth + 1);
+  return found;
+}

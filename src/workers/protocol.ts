@@ -1,0 +1,24 @@
+// The messages between the main thread and an inference worker. Every request kind has exactly
+// one response shape; errors travel serialized so that their class survives the boundary.
+import type { SerializedError } from '../errors.ts';
+import type { ModelSpec } from '../pipelines/model-store.ts';
+
+export interface PipelineDefinition {
+  task: string;
+  model: string;
+  options?: unknown;
+}
+
+/** What each worker of a shard loads once, at its first request. */
+export interface WorkerSetup {
+  models: Record<string, ModelSpec>;
+  pipelines: Record<string, PipelineDefinition>;
+}
+
+export type WorkerRequest =
+  { kind: 'warmup' } | { kind: 'run'; pipeline: string; inputs: unknown[] };
+
+export type WorkerResponse =
+  | { kind: 'ready'; pipelines: string[]; threadId: number }
+  | { kind: 'outputs'; outputs: unknown[]; threadId: number; computeMs: number }
+  | { kind: 'failed'; error: SerializedError; threadId: number };

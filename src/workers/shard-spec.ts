@@ -1,0 +1,57 @@
+// A shard is a group of inference threads with its own copy of every session: `cpu` (threads x
+// intra-op threads sized to the cores) or `cuda:<id>` (one thread driving one GPU).
+import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+import { parseWithSchema } from '../options/parse.ts';
+import type { ExecutionProvider } from '../pipelines/runtime-options.ts';
+
+const shardSchema = z.union([
+  z.literal('cpu'),
+  z.string().regex(/^cuda:\d+$/, "a shard is 'cpu', 'cuda:<device id>' or an object"),
+  z
+    .object({
+      device: z.literal('cpu'),
+      threads: z.number().int().min(1).optional(),
+      intraOpThreads: z.number().int().min(1).optional(),
+    })
+    .strict(),
+  z.object({ device: z.literal('cuda'), deviceId: z.number().int().min(0) }).strict(),
+]);
+
+export type ShardOption = z.input<typeof shardSchema>;
+
+export interface ShardSpec {
+  name: string;
+  /** Worker threads in the shard. */
+  threads: number;
+  /** ONNX Runtime threads inside each worker. */
+  intraOpThreads: number;
+  executionProviders: ExecutionProvider[];
+}
+
+export function compileShard(
+  option: ShardOption,
+  path = 'shard',
+  cores = availableParallelism(),
+): ShardSpec {
+  const parsed = parseWithSchema(shardSchema, option, path);
+  if (typeof parsed === 'string' && parsed.startsWith('cuda:'))
+    return cudaShard(Number(parsed.slice(5)));
+  if (typeof parsed === 'object' && parsed.device === 'cuda') return cudaShard(parsed.deviceId);
+  const cpu: { threads?: number | undefined; intraOpThreads?: number | undefined } =
+    typeof parsed === 'object' && parsed.device === 'cpu' ? parsed : {};
+  // Fill the cores: by default one worker per core, each running single-threaded kernels, which
+  // beats fewer workers with more intra-op threads on small batches.
+  const intraOpThreads = cpu.intraOpThreads ?? 1;
+  const threads = cpu.threads ?? Math.max(1, Math.floor(cores / intraOpThreads));
+  return { name: 'cpu', threads, intraOpThreads, executionProviders: ['cpu'] };
+}
+
+function cudaShard(deviceId: number): ShardSpec {
+  return {
+    name: `cuda:${deviceId}`,
+    threads: 1,
+    intraOpThreads: 1,
+    executionProviders: [{ name: 'cuda', deviceId }],
+  };
+}

@@ -1,0 +1,137 @@
+// One shard: a piscina pool of inference threads that all load the same pipelines. A batch that
+// dies with its thread (a native crash, an exit) is retried once on another thread; if that dies
+// too, the batch fails with WorkerCrashedError. piscina replaces dead threads itself.
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { ModelSpec } from '../pipelines/model-store.ts';
+import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
+import type { ShardSpec } from './shard-spec.ts';
+
+const DEFAULT_WORKER = fileURLToPath(new URL('./inference-worker.ts', import.meta.url));
+
+export interface ShardOptions {
+  spec: ShardSpec;
+  setup: WorkerSetup;
+  logger: Logger;
+  /** The worker module; tests pass their own to make threads crash on purpose. */
+  workerFile?: string;
+}
+
+export interface BatchRun {
+  outputs: unknown[];
+  computeMs: number;
+}
+
+export class Shard {
+  readonly spec: ShardSpec;
+  /** Batches it accepts at once: one per thread plus one prefetched, ready when a thread frees. */
+  readonly capacity: number;
+  private running = 0;
+  private closed = false;
+  private readonly pool: Piscina<WorkerRequest, WorkerResponse>;
+  private readonly logger: Logger;
+
+  constructor(options: ShardOptions) {
+    this.spec = options.spec;
+    this.capacity = options.spec.threads + 1;
+    this.logger = options.logger;
+    this.pool = new Piscina({
+      filename: options.workerFile ?? DEFAULT_WORKER,
+      name: 'default',
+      minThreads: options.spec.threads,
+      maxThreads: options.spec.threads,
+      idleTimeout: Infinity,
+      workerData: shardSetup(options.setup, options.spec),
+    });
+    this.pool.on('error', (err: unknown) =>
+      this.logger.error({ err, shard: this.spec.name }, 'inference thread failed'),
+    );
+  }
+
+  get inFlight(): number {
+    return this.running;
+  }
+
+  get hasRoom(): boolean {
+    return !this.closed && this.running < this.capacity;
+  }
+
+  /** Loads every pipeline on every thread before traffic arrives. */
+  async warmup(): Promise<void> {
+    const replies = await Promise.all(
+      Array.from({ length: this.spec.threads }, () => this.pool.run({ kind: 'warmup' })),
+    );
+    for (const reply of replies) if (reply.kind === 'failed') throw deserializeError(reply.error);
+  }
+
+  async run(pipeline: string, inputs: unknown[]): Promise<BatchRun> {
+    if (this.closed) throw new ClosedError(`shard ${this.spec.name} is closed`);
+    this.running += 1;
+    try {
+      const reply = await this.attempt(pipeline, inputs);
+      if (reply.kind === 'failed') throw deserializeError(reply.error);
+      if (reply.kind !== 'outputs')
+        throw new Error(`unexpected reply '${reply.kind}' to a run request`);
+      return { outputs: reply.outputs, computeMs: reply.computeMs };
+    } finally {
+      this.running -= 1;
+    }
+  }
+
+  /** Waits for in-flight batches, then stops the threads. */
+  async drain(): Promise<void> {
+    this.closed = true;
+    await this.pool.close();
+  }
+
+  /** Stops the threads now; in-flight batches fail. */
+  async abort(): Promise<void> {
+    this.closed = true;
+    await this.pool.destroy();
+  }
+
+  private async attempt(pipeline: string, inputs: unknown[]): Promise<WorkerResponse> {
+    const request: WorkerRequest = { kind: 'run', pipeline, inputs };
+    try {
+      return await this.pool.run(request);
+    } catch (first) {
+      if (this.closed)
+        throw new ClosedError(`shard ${this.spec.name} closed while a batch was running`, {
+          cause: first,
+        });
+      this.logger.warn(
+        { err: first, shard: this.spec.name, pipeline, size: inputs.length },
+        'inference thread died; retrying the batch once',
+      );
+      try {
+        return await this.pool.run(request);
+      } catch (second) {
+        throw new WorkerCrashedError(
+          `the inference thread died twice running a batch of ${inputs.length} for '${pipeline}' on shard ${this.spec.name}: ${errorMessage(second)}`,
+          { cause: second },
+        );
+      }
+    }
+  }
+}
+
+function shardSetup(setup: WorkerSetup, spec: ShardSpec): WorkerSetup {
+  const models: Record<string, ModelSpec> = {};
+  for (const [alias, model] of Object.entries(setup.models)) {
+    models[alias] = {
+      ...model,
+      runtime: {
+        ...model.runtime,
+        intraOpThreads: spec.intraOpThreads,
+        executionProviders: spec.executionProviders,
+      },
+    };
+  }
+  return { ...setup, models };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,89 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, DeadlineExceededError, UnknownPipelineError } from '../../src/errors.ts';
+import { Engine } from '../../src/engine/engine.ts';
+import { createHugot, type Hugot } from '../../src/hugot.ts';
+import type { LabelScore } from '../../src/pipelines/text-classification.ts';
+
+const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
+const models = {
+  fe: { path: join(FIXTURES, 'bert-feature-extraction') },
+  cls: { path: join(FIXTURES, 'bert-text-classification') },
+};
+const pipelines = {
+  embed: { task: 'featureExtraction', model: 'fe', options: { normalize: true } },
+  classify: { task: 'textClassification', model: 'cls', options: { topK: null } },
+};
+const texts = Array.from({ length: 120 }, (_, i) => `${'word '.repeat(1 + ((i * 7) % 40))}#${i}`);
+
+let engine: Engine;
+let direct: Hugot;
+
+beforeAll(async () => {
+  engine = await Engine.start({
+    models,
+    pipelines,
+    shards: [{ device: 'cpu', threads: 2 }],
+    batching: { maxBatchSize: 16, maxWaitMs: 5 },
+  });
+  direct = createHugot();
+  direct.registerModel('fe', models.fe);
+  direct.registerModel('cls', models.cls);
+  await direct.registerPipeline('embed', pipelines.embed);
+  await direct.registerPipeline('classify', pipelines.classify);
+});
+
+afterAll(async () => {
+  await engine.close('abort');
+  await direct.close();
+});
+
+describe('engine: submit over batcher and worker threads', () => {
+  it('gives every input the result the pipeline gives it directly', async () => {
+    const [viaEngine, viaDirect] = await Promise.all([
+      Promise.all(texts.map((t) => engine.submit<Float32Array>('embed', t))),
+      direct.run<Float32Array>('embed', texts),
+    ]);
+    for (const [i, vector] of viaEngine.entries()) {
+      const expected = viaDirect[i] as Float32Array;
+      expect(vector).toBeInstanceOf(Float32Array);
+      expect(Math.max(...vector.map((v, j) => Math.abs(v - (expected[j] ?? NaN))))).toBeLessThan(
+        1e-5,
+      );
+    }
+    const labels = await Promise.all(
+      texts.slice(0, 20).map((t) => engine.submit<LabelScore[]>('classify', t)),
+    );
+    const expectedLabels = await direct.run<LabelScore[]>('classify', texts.slice(0, 20));
+    expect(labels.map((l) => l[0]?.label)).toEqual(expectedLabels.map((l) => l[0]?.label));
+    const { batches, items, realTokens, paddedTokens } = engine.stats;
+    expect(items).toBe(texts.length + 20);
+    expect(batches).toBeGreaterThan(items / 16 - 1);
+    expect(realTokens).toBeLessThanOrEqual(paddedTokens);
+  });
+
+  it('completes an input whose deadline passed with a timeout and never runs it', async () => {
+    const busy = texts.map((t) => engine.submit('embed', t));
+    const late = engine.submit('embed', 'too late', { timeoutMs: 0 });
+    await expect(late).rejects.toThrow(DeadlineExceededError);
+    await Promise.all(busy);
+  });
+
+  it('rejects an unknown pipeline and a bad config with the field named', async () => {
+    await expect(engine.submit('nope', 'x')).rejects.toThrow(UnknownPipelineError);
+    await expect(
+      Engine.start({ models, pipelines: { p: { task: 'textClassification', model: 'ghost' } } }),
+    ).rejects.toThrow(/pipelines\.p\.model: no model 'ghost'/);
+    await expect(
+      Engine.start({ models, pipelines: { p: { task: 'embed', model: 'fe' } } }),
+    ).rejects.toThrow(ConfigError);
+  });
+
+  it('drains on close: everything submitted before close completes', async () => {
+    const own = await Engine.start({ models, pipelines, shards: [{ device: 'cpu', threads: 1 }] });
+    const pending = texts.slice(0, 40).map((t) => own.submit<Float32Array>('embed', t));
+    await own.close('drain');
+    expect((await Promise.all(pending)).every((v) => v.length === 32)).toBe(true);
+    await expect(own.submit('embed', 'after close')).rejects.toThrow(/closed/);
+  });
+});

@@ -1,0 +1,103 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ClosedError, InputError, WorkerCrashedError } from '../../src/errors.ts';
+import { silentLogger, type Logger } from '../../src/logger.ts';
+import { Shard } from '../../src/workers/shard.ts';
+import { compileShard } from '../../src/workers/shard-spec.ts';
+
+const WORKER = join(import.meta.dirname, '..', 'fixtures', 'workers', 'scripted-worker.ts');
+let scratch: string;
+const shards: Shard[] = [];
+
+function shard(threads = 2, logger: Logger = silentLogger): Shard {
+  const created = new Shard({
+    spec: compileShard({ device: 'cpu', threads }),
+    setup: { models: {}, pipelines: {} },
+    logger,
+    workerFile: WORKER,
+  });
+  shards.push(created);
+  return created;
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'hugot-shard-'));
+});
+afterEach(async () => {
+  await Promise.all(shards.splice(0).map((s) => s.abort()));
+});
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe('shard of real worker threads', () => {
+  it('runs batches and accepts one more batch than it has threads', async () => {
+    const s = shard(2);
+    await s.warmup();
+    expect(s.capacity).toBe(3);
+    const runs = [
+      s.run('script', ['slow:50:a']),
+      s.run('script', ['slow:50:b']),
+      s.run('script', ['echo:c']),
+    ];
+    expect(s.inFlight).toBe(3);
+    expect(s.hasRoom).toBe(false);
+    expect((await Promise.all(runs)).map((r) => r.outputs)).toEqual([['a'], ['b'], ['c']]);
+    expect(s.inFlight).toBe(0);
+  });
+
+  it('replaces a thread that crashed and retries its batch once, on another thread', async () => {
+    const warnings: object[] = [];
+    const logger: Logger = { ...silentLogger, warn: (fields) => warnings.push(fields) };
+    const s = shard(2, logger);
+    const marker = join(scratch, 'crashed-once');
+    const result = await s.run('script', [`crash-once:${marker}`, 'echo:after']);
+    const crashedOn = await readFile(marker, 'utf8');
+    expect(result.outputs[0]).toMatch(/^survived on \d+$/);
+    expect(result.outputs[0]).not.toBe(`survived on ${crashedOn}`);
+    expect(result.outputs[1]).toBe('after');
+    expect(warnings).toHaveLength(1);
+    // The pool is whole again: both threads answer.
+    expect(
+      (await Promise.all([s.run('script', ['echo:x']), s.run('script', ['echo:y'])])).map(
+        (r) => r.outputs,
+      ),
+    ).toEqual([['x'], ['y']]);
+  });
+
+  it('fails a batch that kills its thread twice with a clear error, and keeps serving', async () => {
+    const s = shard(2);
+    const attempt = s.run('script', ['crash']);
+    await expect(attempt).rejects.toThrow(WorkerCrashedError);
+    await expect(attempt).rejects.toThrow(/died twice running a batch of 1 for 'script'/);
+    expect((await s.run('script', ['echo:still here'])).outputs).toEqual(['still here']);
+  });
+
+  it('keeps the class of an error thrown inside the thread', async () => {
+    const s = shard(1);
+    await expect(s.run('script', ['reject'])).rejects.toThrow(InputError);
+  });
+
+  it('drains: in-flight batches finish, then new ones are refused', async () => {
+    const s = shard(1);
+    const running = s.run('script', ['slow:100:done']);
+    await new Promise((r) => setTimeout(r, 20));
+    const drained = s.drain();
+    await expect(s.run('script', ['echo:late'])).rejects.toThrow(ClosedError);
+    expect((await running).outputs).toEqual(['done']);
+    await drained;
+  });
+
+  it('aborts: in-flight batches fail at once', async () => {
+    const s = shard(1);
+    const running = s.run('script', ['slow:5000:never']);
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    const failed = expect(running).rejects.toThrow(ClosedError);
+    await s.abort();
+    await failed;
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
