@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.ts';
 import { CrossEncoderPipeline } from './cross-encoder.ts';
 import { FeatureExtractionPipeline } from './feature-extraction.ts';
 import { FillMaskPipeline } from './fill-mask.ts';
+import { ImageClassificationPipeline } from './image-classification.ts';
 import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { QuestionAnsweringPipeline } from './question-answering.ts';
@@ -28,6 +29,8 @@ const factories = {
   questionAnswering: (model, options) => new QuestionAnsweringPipeline(model, options as object),
   fillMask: (model, options) => new FillMaskPipeline(model, options as object),
   textGeneration: (model, options) => new TextGenerationPipeline(model, options as object),
+  imageClassification: (model, options) =>
+    new ImageClassificationPipeline(model, options as object),
 } satisfies Record<string, Factory>;
 
 export type TaskName = keyof typeof factories;
