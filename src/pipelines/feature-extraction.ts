@@ -16,6 +16,8 @@ export const featureExtractionOptionsSchema = z
     /** Which model output holds the hidden states; default last_hidden_state or the first output. */
     outputName: z.string().optional(),
     truncation: z.boolean().default(true),
+    /** Truncation length; default the tokenizer's. sentence-transformers models often use less (256). */
+    maxLength: z.number().int().min(1).optional(),
   })
   .strict();
 
@@ -53,6 +55,7 @@ export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtrac
     const tokenizer = requireTokenizer(this.model, TASK);
     const encoded = await tokenizer.encode(inputs, {
       truncation: this.options.truncation ? 'longest_first' : false,
+      ...(this.options.maxLength !== undefined ? { maxLength: this.options.maxLength } : {}),
     });
     const feeds = textFeeds(encoded, this.model.inputNames, tokenizer.padId);
     const outputs = await this.model.session.run(feeds, [this.outputName]);
