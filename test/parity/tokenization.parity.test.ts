@@ -71,12 +71,11 @@ async function encodeLikePython(
     texts.map((t) => (pair === null ? t : ([t, pair] as const))),
     encodeOptions,
   );
-  if (!Array.isArray(text))
-    return asRow(tokenizer, encoded[0] as TokenizedText, golden.output);
+  if (!Array.isArray(text)) return asRow(tokenizer, encoded[0] as TokenizedText, golden.output);
   const expected = golden.output as unknown as { [K in keyof Row]: Row[K][] };
   const rows = encoded.map((e, i) =>
     asRow(tokenizer, e, {
-      ...(golden.output),
+      ...golden.output,
       token_type_ids: expected.token_type_ids?.[i],
     } as Row),
   );

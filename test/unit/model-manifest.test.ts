@@ -67,18 +67,25 @@ describe('committed model manifest (test/fixtures/models and models/)', () => {
     for (const model of manifest.models) {
       expect(model.licence, model.name).not.toBe('');
       expect(model.made, model.name).not.toBe('');
-      expect(model.files.some((f) => f.path === 'model.onnx'), `${model.name} has model.onnx`).toBe(true);
+      expect(
+        model.files.some((f) => f.path === 'model.onnx'),
+        `${model.name} has model.onnx`,
+      ).toBe(true);
     }
   });
 
   it('lists every model folder that is committed', () => {
-    const fixtureDirs = readdirSync(join(root, 'test', 'fixtures', 'models'), { withFileTypes: true })
+    const fixtureDirs = readdirSync(join(root, 'test', 'fixtures', 'models'), {
+      withFileTypes: true,
+    })
       .filter((e) => e.isDirectory())
       .map((e) => `test/fixtures/models/${e.name}`);
     const defaultDirs = readdirSync(join(root, 'models'), { withFileTypes: true })
       .filter((e) => e.isDirectory())
       .map((e) => `models/${e.name}`);
-    expect(manifest.models.map((m) => m.path).sort()).toEqual([...fixtureDirs, ...defaultDirs].sort());
+    expect(manifest.models.map((m) => m.path).sort()).toEqual(
+      [...fixtureDirs, ...defaultDirs].sort(),
+    );
   });
 
   for (const model of manifest.models) {
