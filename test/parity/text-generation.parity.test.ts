@@ -179,7 +179,7 @@ describe('textGeneration', () => {
   });
 });
 
-describe('textGeneration behaviour', () => {
+describe('textGeneration', () => {
   const prompt = 'Hello there';
   const temp: string[] = [];
   afterAll(async () => {
