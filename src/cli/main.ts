@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// The hugot-stream command line. `run` and `validate-config` arrive with the stream worker; until
-// then they say so and exit non-zero rather than pretend.
+// The hugot-stream command line.
 import { Command } from 'commander';
+import { loadConfigFile } from '../config/load-config.ts';
+import { HugotError } from '../errors.ts';
 import { findModelFolders } from '../models/model-folder.ts';
+import { createCliLogger } from './logger.ts';
+import { runWorker } from './run-command.ts';
 
 const DEFAULT_MODEL_ROOTS = ['models', 'test/fixtures/models', '.cache/models'];
 
@@ -16,20 +19,24 @@ export function buildCli(out: (text: string) => void): Command {
 
   program
     .command('run')
-    .description('run the stream worker described by a config file (not implemented yet)')
-    .option('-c, --config <file>', 'YAML config file')
-    .action(() => {
-      program.error('`run` is not implemented yet: the stream worker is still being built.', {
-        exitCode: 2,
-      });
+    .description('run the stream worker described by a config file')
+    .option('-c, --config <file>', 'YAML config file', 'config/demo.yaml')
+    .action(async (options: { config: string }) => {
+      const config = await loadConfigFile(options.config);
+      process.exitCode = await runWorker(config, createCliLogger(), (text) =>
+        process.stderr.write(text),
+      );
     });
 
   program
     .command('validate-config')
-    .description('check a config file and exit (not implemented yet)')
+    .description('check a config file (fields, references, environment variables) and exit')
     .argument('<file>', 'YAML config file')
-    .action(() => {
-      program.error('`validate-config` is not implemented yet.', { exitCode: 2 });
+    .action(async (file: string) => {
+      const config = await loadConfigFile(file);
+      out(
+        `${file} is valid: ${Object.keys(config.models).length} model(s), ${Object.keys(config.pipelines).length} pipeline(s), ${config.routes.length} route(s), delivery ${config.delivery.mode}\n`,
+      );
     });
 
   const models = program.command('models').description('inspect model folders');
@@ -55,5 +62,13 @@ export function buildCli(out: (text: string) => void): Command {
 if (import.meta.main) {
   const cli = buildCli((text) => process.stdout.write(text));
   if (process.argv.length <= 2) cli.help();
-  await cli.parseAsync(process.argv);
+  try {
+    await cli.parseAsync(process.argv);
+  } catch (err) {
+    // Configuration and model-folder errors already say what is wrong and how to fix it.
+    process.stderr.write(
+      `hugot-stream: ${err instanceof HugotError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exitCode = 2;
+  }
 }

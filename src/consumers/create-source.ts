@@ -1,0 +1,18 @@
+// Source type in the config -> the class that reads it.
+import { ConfigError } from '../errors.ts';
+import { FileSource } from './file-source.ts';
+import type { Source, SourceDeps } from './source.ts';
+
+export function createSource(deps: SourceDeps): Source {
+  const source = deps.route.source;
+  switch (source.type) {
+    case 'file':
+      return new FileSource(source.path, deps);
+    case 'kafka':
+    case 'bullmq':
+    case 'redis-stream':
+      throw new ConfigError(`source type '${source.type}' is not available in this build yet`, {
+        field: 'source.type',
+      });
+  }
+}

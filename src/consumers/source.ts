@@ -1,0 +1,27 @@
+// A source pulls records from somewhere and hands each to its route, acknowledging a record to
+// its broker only once the route has written its output (or its dead letter).
+import type { Pressure } from '../batching/batch-queue.ts';
+import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
+import type { Logger } from '../logger.ts';
+import type { Sink } from '../sinks/sink.ts';
+import type { RouteRunner } from '../stream/route-runner.ts';
+
+export interface SourceDeps {
+  route: RouteConfig;
+  config: WorkerConfig;
+  runner: RouteRunner;
+  /** The route's pipeline queue says 'pause' when it is full and 'resume' when it drained. */
+  onPressure: (listener: (pressure: Pressure) => void) => () => void;
+  /** The route's sinks, for sources that must coordinate with them (Kafka transactions). */
+  sink: Sink | undefined;
+  dlq: Sink | undefined;
+  logger: Logger;
+}
+
+export interface Source {
+  start(): Promise<void>;
+  /** For finite sources (a file): resolves when every record was read and handled. */
+  readonly finished: Promise<void> | undefined;
+  /** Stops taking records, lets those in flight finish, acknowledges what was written, disconnects. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,51 @@
+// The dead-letter record: the original bytes and key untouched, the original headers kept, and
+// headers in the manner of Kafka Connect's error reporting that say where the record came from,
+// which stage refused it, and why.
+import { hostname } from 'node:os';
+import type { OutputRecord, SourceRecord } from './record.ts';
+
+export type Stage = 'decode' | 'validate' | 'inference' | 'sink';
+
+export const DLQ_HEADER_PREFIX = 'hugot.error.';
+
+export const workerId = `${hostname()}-${process.pid}`;
+
+export function deadLetter(
+  record: SourceRecord,
+  stage: Stage,
+  code: string,
+  message: string,
+  now = new Date(),
+): OutputRecord {
+  const origin = record.origin;
+  const where: Record<string, string> = { 'origin.kind': origin.kind };
+  switch (origin.kind) {
+    case 'kafka':
+      Object.assign(where, {
+        'origin.topic': origin.topic,
+        'origin.partition': String(origin.partition),
+        'origin.offset': origin.offset,
+      });
+      break;
+    case 'bullmq':
+      Object.assign(where, { 'origin.queue': origin.queue, 'origin.job.id': origin.jobId });
+      break;
+    case 'redis-stream':
+      Object.assign(where, { 'origin.stream': origin.stream, 'origin.id': origin.id });
+      break;
+    case 'file':
+      Object.assign(where, { 'origin.path': origin.path, 'origin.line': String(origin.line) });
+      break;
+  }
+  const errorHeaders: Record<string, string> = {
+    stage,
+    code,
+    message: message.slice(0, 2000),
+    time: now.toISOString(),
+    'worker.id': workerId,
+  };
+  for (const [k, v] of Object.entries(where)) errorHeaders[k] = v;
+  const headers: Record<string, string> = { ...record.headers };
+  for (const [k, v] of Object.entries(errorHeaders)) headers[`${DLQ_HEADER_PREFIX}${k}`] = v;
+  return { key: record.key, value: record.value, headers, origin };
+}

@@ -1,0 +1,36 @@
+// What flows through a route: a record as a source received it, and a record for a sink.
+
+/** Where a record came from; DLQ headers and logs name it. */
+export type RecordOrigin =
+  | { kind: 'kafka'; topic: string; partition: number; offset: string }
+  | { kind: 'bullmq'; queue: string; jobId: string }
+  | { kind: 'redis-stream'; stream: string; id: string }
+  | { kind: 'file'; path: string; line: number };
+
+export interface SourceRecord {
+  /** The bytes as received; a dead-lettered record carries them untouched. */
+  value: Buffer;
+  key: Buffer | null;
+  headers: Record<string, string>;
+  origin: RecordOrigin;
+}
+
+export interface OutputRecord {
+  key: Buffer | null;
+  value: Buffer;
+  headers: Record<string, string>;
+  origin: RecordOrigin;
+}
+
+export function describeOrigin(origin: RecordOrigin): string {
+  switch (origin.kind) {
+    case 'kafka':
+      return `${origin.topic}[${origin.partition}]@${origin.offset}`;
+    case 'bullmq':
+      return `bullmq ${origin.queue} job ${origin.jobId}`;
+    case 'redis-stream':
+      return `stream ${origin.stream} entry ${origin.id}`;
+    case 'file':
+      return `${origin.path}:${origin.line}`;
+  }
+}

@@ -1,0 +1,105 @@
+// Runs one record through its route and writes the outcome: the output to the sink, or a dead
+// letter to the DLQ. A retriable failure is retried with backoff a few times, then dead-lettered.
+// When handle() resolves, the record is safe to acknowledge; when it rejects (a sink failed), it
+// is not.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../logger.ts';
+import type { Sink } from '../sinks/sink.ts';
+import { deadLetter } from './dead-letter.ts';
+import type { Outcome, RecordProcessor } from './processor.ts';
+import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';
+
+export type Handled =
+  | { kind: 'written'; output: OutputRecord; result: unknown }
+  | { kind: 'dead-lettered'; dead: OutputRecord; code: string };
+
+export interface RouteCounters {
+  received: number;
+  written: number;
+  deadLettered: number;
+  retried: number;
+}
+
+export interface RouteRunnerOptions {
+  name: string;
+  processor: RecordProcessor;
+  sink: Sink | undefined;
+  dlq: Sink | undefined;
+  retries: number;
+  logger: Logger;
+}
+
+export class RouteRunner {
+  readonly name: string;
+  readonly counters: RouteCounters = { received: 0, written: 0, deadLettered: 0, retried: 0 };
+  private readonly options: RouteRunnerOptions;
+
+  constructor(options: RouteRunnerOptions) {
+    this.name = options.name;
+    this.options = options;
+  }
+
+  /** Processes without writing: for sources that must order writes themselves (Kafka). */
+  async decide(record: SourceRecord): Promise<Exclude<Outcome, { kind: 'retry' }>> {
+    this.counters.received += 1;
+    let outcome = await this.options.processor.process(record);
+    for (
+      let attempt = 1;
+      outcome.kind === 'retry' && attempt <= this.options.retries;
+      attempt += 1
+    ) {
+      this.counters.retried += 1;
+      this.options.logger.warn(
+        { err: outcome.error, record: describeOrigin(record.origin), attempt },
+        'retrying a record after a retriable failure',
+      );
+      await sleep(100 * 2 ** (attempt - 1));
+      outcome = await this.options.processor.process(record);
+    }
+    if (outcome.kind === 'retry') {
+      const message =
+        outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+      const code = (outcome.error as { code?: string }).code ?? 'RETRIES_EXHAUSTED';
+      return {
+        kind: 'dead',
+        record: deadLetter(
+          record,
+          'inference',
+          code,
+          `failed after ${this.options.retries} retries: ${message}`,
+        ),
+        code,
+        message,
+      };
+    }
+    return outcome;
+  }
+
+  /** Writes a decided outcome to the sink or the DLQ. */
+  async write(outcome: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
+    if (outcome.kind === 'output') {
+      if (this.options.sink !== undefined) await this.options.sink.write(outcome.record);
+      this.counters.written += 1;
+      return { kind: 'written', output: outcome.record, result: outcome.result };
+    }
+    if (this.options.dlq !== undefined) await this.options.dlq.write(outcome.record);
+    else {
+      // Without a DLQ the log is where the refused record is kept, bytes included.
+      this.options.logger.error(
+        {
+          route: this.name,
+          code: outcome.code,
+          headers: outcome.record.headers,
+          valueBase64: outcome.record.value.toString('base64'),
+        },
+        `record refused: ${outcome.message}`,
+      );
+    }
+    this.counters.deadLettered += 1;
+    return { kind: 'dead-lettered', dead: outcome.record, code: outcome.code };
+  }
+
+  async handle(record: SourceRecord): Promise<Handled> {
+    return this.write(await this.decide(record));
+  }
+}

@@ -1,0 +1,156 @@
+// The worker process: an engine (batcher + inference threads) and, for each route, a source, a
+// processor, a sink and a DLQ. stop() is the graceful path: sources stop taking records and let
+// those in flight finish and be acknowledged, the engine drains, sinks flush.
+import type { WorkerConfig } from '../config/schema.ts';
+import { createSource } from '../consumers/create-source.ts';
+import type { Source } from '../consumers/source.ts';
+import { Engine, type EngineOptions } from '../engine/engine.ts';
+import type { Logger } from '../logger.ts';
+import type { ModelSpec } from '../pipelines/model-store.ts';
+import { createSink } from '../sinks/create-sink.ts';
+import type { Sink } from '../sinks/sink.ts';
+import { RecordProcessor } from './processor.ts';
+import { RouteRunner, type RouteCounters } from './route-runner.ts';
+
+export interface StreamWorkerOptions {
+  logger: Logger;
+  /** Inference thread module (tests substitute their own). */
+  workerFile?: string;
+}
+
+export class StreamWorker {
+  private readonly engine: Engine;
+  private readonly sources: Source[];
+  private readonly runners: RouteRunner[];
+  private readonly sinks: Sink[];
+  private readonly logger: Logger;
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    engine: Engine,
+    sources: Source[],
+    runners: RouteRunner[],
+    sinks: Sink[],
+    logger: Logger,
+  ) {
+    this.engine = engine;
+    this.sources = sources;
+    this.runners = runners;
+    this.sinks = sinks;
+    this.logger = logger;
+  }
+
+  static async start(config: WorkerConfig, options: StreamWorkerOptions): Promise<StreamWorker> {
+    const { logger } = options;
+    const models: Record<string, ModelSpec> = {};
+    for (const [alias, model] of Object.entries(config.models)) {
+      models[alias] = {
+        path: model.path,
+        ...(model.onnxFile !== undefined ? { onnxFile: model.onnxFile } : {}),
+        ...(model.runtime !== undefined ? { runtime: model.runtime } : {}),
+      };
+    }
+    const engine = await Engine.start({
+      models,
+      // Batching and shard options are validated field by field when the engine starts.
+      pipelines: config.pipelines as EngineOptions['pipelines'],
+      shards: config.shards as EngineOptions['shards'] & object,
+      ...(config.batching !== undefined
+        ? { batching: config.batching }
+        : {}),
+      logger,
+      ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+    });
+    const sources: Source[] = [];
+    const runners: RouteRunner[] = [];
+    const sinks: Sink[] = [];
+    try {
+      for (const [i, route] of config.routes.entries()) {
+        const name = route.name ?? `route-${i}`;
+        const sink = createSink(route.sink, { config, logger, deadLetters: false });
+        const dlq =
+          route.dlq === undefined
+            ? undefined
+            : createSink(route.dlq, { config, logger, deadLetters: true });
+        for (const s of [sink, dlq]) if (s !== undefined) sinks.push(s);
+        const task = config.pipelines[route.pipeline]?.task ?? '';
+        const processor = new RecordProcessor(route, task, config.limits, (pipeline, input) =>
+          engine.submit(pipeline, input),
+        );
+        const runner = new RouteRunner({
+          name,
+          processor,
+          sink,
+          dlq,
+          retries: config.delivery.retries,
+          logger,
+        });
+        const source = createSource({
+          route,
+          config,
+          runner,
+          onPressure: (listener) => engine.onPressure(route.pipeline, listener),
+          sink,
+          dlq,
+          logger,
+        });
+        runners.push(runner);
+        sources.push(source);
+      }
+      for (const source of sources) await source.start();
+    } catch (err) {
+      await Promise.allSettled(sources.map((s) => s.stop()));
+      await engine.close('abort');
+      await Promise.allSettled(sinks.map((s) => s.close()));
+      throw err;
+    }
+    logger.info({ routes: runners.map((r) => r.name) }, 'stream worker running');
+    return new StreamWorker(engine, sources, runners, sinks, logger);
+  }
+
+  /** Resolves when every source is finite and has been read to its end (files); never otherwise. */
+  get finished(): Promise<void> {
+    const finite: Promise<void>[] = [];
+    for (const source of this.sources) {
+      if (source.finished === undefined) return new Promise(() => undefined);
+      finite.push(source.finished);
+    }
+    return Promise.all(finite).then(() => undefined);
+  }
+
+  counters(): Record<string, RouteCounters> {
+    return Object.fromEntries(this.runners.map((r) => [r.name, { ...r.counters }]));
+  }
+
+  /** Drains within `timeoutMs`; rejects if it could not (what was unfinished was not acknowledged). */
+  stop(timeoutMs: number): Promise<void> {
+    this.stopping ??= this.drain(timeoutMs);
+    return this.stopping;
+  }
+
+  private async drain(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`shutdown did not finish within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([
+        (async () => {
+          await Promise.all(this.sources.map((s) => s.stop()));
+          await this.engine.close('drain');
+          await Promise.all(this.sinks.map((s) => s.close()));
+        })(),
+        deadline,
+      ]);
+      this.logger.info({ routes: this.counters() }, 'stream worker stopped');
+    } catch (err) {
+      await this.engine.close('abort');
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
