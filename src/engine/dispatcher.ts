@@ -2,7 +2,7 @@
 // room (a free thread, or the one prefetch slot); queues are visited round-robin so one busy
 // pipeline cannot hold the others back; a timer wakes the loop when the oldest waiting item's
 // maxWaitMs runs out.
-import { CancelledError, DeadlineExceededError } from '../errors.ts';
+import { CancelledError, DeadlineExceededError, InputError } from '../errors.ts';
 import type { BatchQueue, QueueItem } from '../batching/batch-queue.ts';
 import type { Shard } from '../workers/shard.ts';
 
@@ -118,12 +118,31 @@ export class Dispatcher {
       )
       .then(
         ({ outputs }) => batch.forEach((item, i) => item.payload.resolve(outputs[i])),
-        (error: unknown) => batch.forEach((item) => item.payload.reject(error)),
+        (error: unknown) => this.failed(shard, pipeline, batch, error),
       )
       .finally(() => {
         this.inFlight -= 1;
         this.pump();
       });
+  }
+
+  /**
+   * One input a pipeline refuses (an InputError) fails its whole batch. Its batch mates deserve
+   * better: the batch is split and each input runs alone, so only the culprit fails.
+   */
+  private failed(shard: Shard, pipeline: string, batch: QueueItem<Pending>[], error: unknown): Promise<void> | void {
+    if (batch.length === 1 || !(error instanceof InputError)) {
+      for (const item of batch) item.payload.reject(error);
+      return;
+    }
+    return Promise.all(
+      batch.map((item) =>
+        shard.run(pipeline, [item.payload.input]).then(
+          ({ outputs }) => item.payload.resolve(outputs[0]),
+          (alone: unknown) => item.payload.reject(alone),
+        ),
+      ),
+    ).then(() => undefined);
   }
 
   private armTimer(waitMs: number): void {

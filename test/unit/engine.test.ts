@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, DeadlineExceededError, UnknownPipelineError } from '../../src/errors.ts';
+import { ConfigError, DeadlineExceededError, InputError, UnknownPipelineError } from '../../src/errors.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { createHugot, type Hugot } from '../../src/hugot.ts';
 import type { LabelScore } from '../../src/pipelines/text-classification.ts';
@@ -9,10 +9,12 @@ const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 const models = {
   fe: { path: join(FIXTURES, 'bert-feature-extraction') },
   cls: { path: join(FIXTURES, 'bert-text-classification') },
+  mlm: { path: join(FIXTURES, 'bert-fill-mask') },
 };
 const pipelines = {
   embed: { task: 'featureExtraction', model: 'fe', options: { normalize: true } },
   classify: { task: 'textClassification', model: 'cls', options: { topK: null } },
+  fill: { task: 'fillMask', model: 'mlm', options: { topK: 1 } },
 };
 const texts = Array.from({ length: 120 }, (_, i) => `${'word '.repeat(1 + ((i * 7) % 40))}#${i}`);
 
@@ -60,6 +62,13 @@ describe('engine: submit over batcher and worker threads', () => {
     expect(items).toBe(texts.length + 20);
     expect(batches).toBeGreaterThan(items / 16 - 1);
     expect(realTokens).toBeLessThanOrEqual(paddedTokens);
+  });
+
+  it('fails only the input a pipeline refuses, not its batch mates', async () => {
+    const inputs = ['The [MASK] is here.', 'no mask token at all', 'Send the [MASK] now.', 'A [MASK] day.'];
+    const results = await Promise.allSettled(inputs.map((t) => engine.submit('fill', t)));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(InputError);
   });
 
   it('completes an input whose deadline passed with a timeout and never runs it', async () => {

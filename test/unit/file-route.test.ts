@@ -1,0 +1,139 @@
+// The embedded default end to end: JSONL in, a real model, JSONL out, refused lines to the DLQ.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load-config.ts';
+import { createHugot } from '../../src/hugot.ts';
+import { silentLogger } from '../../src/logger.ts';
+import type { LabelScore } from '../../src/pipelines/text-classification.ts';
+import { StreamWorker } from '../../src/stream/stream-worker.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hugot-file-route-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('file route (the embedded default)', () => {
+  it('writes every good line in input order and dead-letters the bad ones, untouched, with the reason', async () => {
+    const sample = (
+      await readFile(join(ROOT, 'test', 'fixtures', 'corpus', 'sample.jsonl'), 'utf8')
+    )
+      .trim()
+      .split('\n');
+    const lines: (string | Buffer)[] = [...sample];
+    lines.splice(3, 0, '{"id": "broken", ');
+    lines.splice(10, 0, JSON.stringify({ id: 'no-text' }));
+    lines.splice(20, 0, JSON.stringify({ id: 'number', text: 42 }));
+    lines.splice(30, 0, Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d]));
+    const input = join(dir, 'in.jsonl');
+    await writeFile(
+      input,
+      Buffer.concat(lines.map((l) => Buffer.concat([Buffer.from(l), Buffer.from('\n')]))),
+    );
+    const config = parseConfigText(
+      `
+models: { cls: { path: ${JSON.stringify(MODEL)} } }
+pipelines: { classify: { task: textClassification, model: cls, options: { topK: null } } }
+limits: { maxTextLength: 20000 }
+routes:
+  - source: { type: file, path: ${JSON.stringify(input)} }
+    pipeline: classify
+    output: { field: labels }
+    sink: { type: file, path: ${JSON.stringify(join(dir, 'out.jsonl'))} }
+    dlq: { type: file, path: ${JSON.stringify(join(dir, 'dlq.jsonl'))} }
+`,
+      {},
+    );
+    const worker = await StreamWorker.start(config, { logger: silentLogger });
+    await worker.finished;
+    await worker.stop(10_000);
+
+    const out = (await readFile(join(dir, 'out.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; text: string; labels: LabelScore[] });
+    const good = sample.map((l) => JSON.parse(l) as { id: string; text: string });
+    expect(out.map((r) => r.id)).toEqual(good.map((r) => r.id));
+    const hugot = createHugot();
+    hugot.registerModel('cls', { path: MODEL });
+    await hugot.registerPipeline('classify', {
+      task: 'textClassification',
+      model: 'cls',
+      options: { topK: null },
+    });
+    const direct = await hugot.run<LabelScore[]>(
+      'classify',
+      good.slice(0, 10).map((r) => r.text),
+    );
+    await hugot.close();
+    out.slice(0, 10).forEach((r, i) => {
+      expect(r.labels.map((l) => l.label)).toEqual(direct[i]?.map((l) => l.label));
+      r.labels.forEach((l, j) => expect(l.score).toBeCloseTo(direct[i]?.[j]?.score ?? NaN, 5));
+    });
+
+    const dlq = (await readFile(join(dir, 'dlq.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            value?: string;
+            valueBase64?: string;
+            headers: Record<string, string>;
+          },
+      );
+    expect(dlq.map((d) => d.headers['hugot.error.code'])).toEqual([
+      'INVALID_JSON',
+      'FIELD_MISSING',
+      'WRONG_TYPE',
+      'INVALID_UTF8',
+    ]);
+    expect(dlq.map((d) => d.headers['hugot.error.origin.line'])).toEqual(['4', '11', '21', '31']);
+    expect(dlq[0]?.value).toBe('{"id": "broken", ');
+    expect(Buffer.from(dlq[3]?.valueBase64 ?? '', 'base64')).toEqual(
+      Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d]),
+    );
+    expect(worker.counters()['route-0']).toEqual({
+      received: sample.length + 4,
+      written: sample.length,
+      deadLettered: 4,
+      retried: 0,
+    });
+  });
+
+  it("is what the README's first command runs: the demo config on the committed model", async () => {
+    const output = join(dir, 'demo.jsonl');
+    const { stderr } = await promisify(execFile)(
+      process.execPath,
+      ['src/cli/main.ts', 'run', '--config', 'config/demo.yaml'],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          HUGOT_DEMO_OUTPUT: output,
+          HUGOT_DEMO_DLQ: join(dir, 'demo-dlq.jsonl'),
+          HUGOT_LOG_LEVEL: 'warn',
+        },
+      },
+    );
+    const records = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { embedding: number[] });
+    expect(records).toHaveLength(50);
+    for (const r of records) {
+      expect(r.embedding).toHaveLength(384);
+      expect(Math.hypot(...r.embedding)).toBeCloseTo(1, 4);
+    }
+    expect(stderr).toMatch(/demo: 50 records, 50 written, 0 dead-lettered/);
+  }, 60_000);
+});

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load-config.ts';
+import { InferenceError, InputError } from '../../src/errors.ts';
+import { RecordProcessor, type Submit } from '../../src/stream/processor.ts';
+import type { SourceRecord } from '../../src/stream/record.ts';
+
+const config = parseConfigText(
+  `
+models: { m: { path: x } }
+pipelines: { p: { task: textClassification, model: m } }
+limits: { maxRecordBytes: 200, maxTextLength: 50 }
+routes:
+  - source: { type: kafka, topic: in, groupId: g }
+    pipeline: p
+    input: { field: payload.text }
+    output: { mode: merge, field: enrichment.label }
+    sink: { type: kafka, topic: out }
+connections: { kafka: { brokers: [localhost:9092] } }
+`,
+  {},
+);
+const route = config.routes[0] as (typeof config.routes)[number];
+
+function record(value: string | Buffer): SourceRecord {
+  return {
+    value: typeof value === 'string' ? Buffer.from(value) : value,
+    key: Buffer.from('k1'),
+    headers: { trace: 'abc' },
+    origin: { kind: 'kafka', topic: 'in', partition: 3, offset: '42' },
+  };
+}
+
+const echo: Submit = (_, input) =>
+  Promise.resolve([{ label: `len-${String(input).length}`, score: new Float32Array([0.5])[0] }]);
+
+describe('record processor', () => {
+  it('merges the result into the record at the output field, keeping key and headers', async () => {
+    const outcome = await new RecordProcessor(
+      route,
+      'textClassification',
+      config.limits,
+      echo,
+    ).process(record(JSON.stringify({ id: 7, payload: { text: 'hello' } })));
+    expect(outcome.kind).toBe('output');
+    if (outcome.kind !== 'output') return;
+    expect(JSON.parse(outcome.record.value.toString())).toEqual({
+      id: 7,
+      payload: { text: 'hello' },
+      enrichment: { label: [{ label: 'len-5', score: 0.5 }] },
+    });
+    expect(outcome.record.key?.toString()).toBe('k1');
+    expect(outcome.record.headers).toEqual({ trace: 'abc' });
+  });
+
+  const cases: [string, string | Buffer, string, string][] = [
+    ['malformed JSON', '{"payload": ', 'decode', 'INVALID_JSON'],
+    ['invalid UTF-8', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), 'decode', 'INVALID_UTF8'],
+    ['a missing field', JSON.stringify({ payload: {} }), 'validate', 'FIELD_MISSING'],
+    ['a wrong type', JSON.stringify({ payload: { text: 12 } }), 'validate', 'WRONG_TYPE'],
+    [
+      'an oversized record',
+      JSON.stringify({ payload: { text: 'x'.repeat(300) } }),
+      'validate',
+      'RECORD_TOO_LARGE',
+    ],
+    [
+      'a text over the length limit',
+      JSON.stringify({ payload: { text: 'x'.repeat(60) } }),
+      'validate',
+      'WRONG_TYPE',
+    ],
+  ];
+  for (const [what, value, stage, code] of cases) {
+    it(`dead-letters ${what} with its original bytes and the reason`, async () => {
+      let called = false;
+      const submit: Submit = (...args) => {
+        called = true;
+        return echo(...args);
+      };
+      const outcome = await new RecordProcessor(
+        route,
+        'textClassification',
+        config.limits,
+        submit,
+      ).process(record(value));
+      expect(outcome.kind).toBe('dead');
+      if (outcome.kind !== 'dead') return;
+      expect(called).toBe(false);
+      expect(
+        outcome.record.value.equals(typeof value === 'string' ? Buffer.from(value) : value),
+      ).toBe(true);
+      expect(outcome.record.key?.toString()).toBe('k1');
+      expect(outcome.record.headers).toMatchObject({
+        trace: 'abc',
+        'hugot.error.stage': stage,
+        'hugot.error.code': code,
+        'hugot.error.origin.topic': 'in',
+        'hugot.error.origin.partition': '3',
+        'hugot.error.origin.offset': '42',
+      });
+      expect(outcome.record.headers['hugot.error.message']?.length).toBeGreaterThan(5);
+      expect(Date.parse(outcome.record.headers['hugot.error.time'] ?? '')).not.toBeNaN();
+      expect(outcome.record.headers['hugot.error.worker.id']).toMatch(/-\d+$/);
+    });
+  }
+
+  it('dead-letters an input the pipeline refuses, at the inference stage', async () => {
+    const refuse: Submit = () => Promise.reject(new InputError('no mask token'));
+    const outcome = await new RecordProcessor(
+      route,
+      'textClassification',
+      config.limits,
+      refuse,
+    ).process(record(JSON.stringify({ payload: { text: 'ok' } })));
+    expect(outcome).toMatchObject({ kind: 'dead', code: 'INPUT_INVALID' });
+    if (outcome.kind === 'dead')
+      expect(outcome.record.headers['hugot.error.stage']).toBe('inference');
+  });
+
+  it('hands a retriable failure back instead of dead-lettering it', async () => {
+    const crash: Submit = () => Promise.reject(new InferenceError('thread died'));
+    const outcome = await new RecordProcessor(
+      route,
+      'textClassification',
+      config.limits,
+      crash,
+    ).process(record(JSON.stringify({ payload: { text: 'ok' } })));
+    expect(outcome.kind).toBe('retry');
+  });
+});
