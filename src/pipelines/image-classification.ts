@@ -11,11 +11,16 @@ import {
   preprocessImage,
   type ImagePreprocessor,
 } from './image-preprocess.ts';
-import { sigmoid, softmax, topKIndices } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, type Pipeline } from './pipeline.ts';
-import { labelOf, type LabelScore } from './text-classification.ts';
-import { floatOutput, row } from './tensors.ts';
+import {
+  defaultScoreFunction,
+  logitsOf,
+  rankLabels,
+  type LabelScore,
+  type ScoreFunction,
+} from './label-scores.ts';
+import { row } from './tensors.ts';
 
 export type { ImageInput } from './image-decode.ts';
 
@@ -37,14 +42,14 @@ export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelSc
   readonly model: LoadedModel;
   private readonly options: z.output<typeof imageClassificationOptionsSchema>;
   private readonly preprocessor: ImagePreprocessor;
-  private readonly apply: 'softmax' | 'sigmoid' | 'none';
+  private readonly apply: ScoreFunction;
   private readonly inputName: string;
 
   constructor(model: LoadedModel, options: ImageClassificationOptions = {}) {
     this.model = model;
     this.options = parseWithSchema(imageClassificationOptionsSchema, options, 'options');
     this.preprocessor = compilePreprocessor(model.preprocessor, model.folder);
-    this.apply = this.options.functionToApply ?? defaultFunction(model);
+    this.apply = this.options.functionToApply ?? defaultScoreFunction(model);
     this.inputName = model.inputNames.includes('pixel_values')
       ? 'pixel_values'
       : (model.inputNames[0] ?? 'pixel_values');
@@ -78,34 +83,9 @@ export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelSc
     } catch (cause) {
       throw new InferenceError(`image classification failed: ${String(cause)}`, { cause });
     }
-    const logits = floatOutput(
-      outputs,
-      this.model.outputNames.includes('logits')
-        ? 'logits'
-        : (this.model.outputNames[0] ?? 'logits'),
+    const logits = logitsOf(this.model, outputs);
+    return pixels.map((_, b) =>
+      rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
     );
-    return pixels.map((_, b) => this.scoresFor(row(logits, b)));
   }
-
-  private scoresFor(logits: Float32Array): LabelScore[] {
-    const scores =
-      this.apply === 'softmax'
-        ? softmax(logits)
-        : this.apply === 'sigmoid'
-          ? Array.from(logits, sigmoid)
-          : Array.from(logits);
-    // Python caps top_k at the number of labels.
-    const k = Math.min(this.options.topK ?? scores.length, scores.length);
-    return topKIndices(scores, k).map((i) => ({
-      label: labelOf(this.model, i),
-      score: scores[i] ?? 0,
-    }));
-  }
-}
-
-function defaultFunction(model: LoadedModel): 'softmax' | 'sigmoid' | 'none' {
-  const { problemType, labels } = model.config;
-  if (problemType === 'regression') return 'none';
-  if (problemType === 'multi_label_classification' || labels.length === 1) return 'sigmoid';
-  return 'softmax';
 }

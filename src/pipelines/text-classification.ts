@@ -3,10 +3,16 @@
 import { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
-import { sigmoid, softmax, topKIndices } from './math.ts';
+import {
+  defaultScoreFunction,
+  logitsOf,
+  rankLabels,
+  type LabelScore,
+  type ScoreFunction,
+} from './label-scores.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
-import { floatOutput, row, textFeeds } from './tensors.ts';
+import { row, textFeeds } from './tensors.ts';
 import type { TextInput } from './text-tokenizer.ts';
 
 export const textClassificationOptionsSchema = z
@@ -20,10 +26,7 @@ export const textClassificationOptionsSchema = z
   .strict();
 
 export type TextClassificationOptions = z.input<typeof textClassificationOptionsSchema>;
-export interface LabelScore {
-  label: string;
-  score: number;
-}
+export type { LabelScore };
 export type TextClassificationInput = string | { text: string; textPair?: string };
 
 const TASK = 'textClassification';
@@ -32,13 +35,13 @@ export class TextClassificationPipeline implements Pipeline<TextClassificationIn
   readonly task = TASK;
   readonly model: LoadedModel;
   private readonly options: z.output<typeof textClassificationOptionsSchema>;
-  private readonly apply: 'softmax' | 'sigmoid' | 'none';
+  private readonly apply: ScoreFunction;
 
   constructor(model: LoadedModel, options: TextClassificationOptions = {}) {
     this.model = model;
     this.options = parseWithSchema(textClassificationOptionsSchema, options, 'options');
     requireTokenizer(model, TASK);
-    this.apply = this.options.functionToApply ?? defaultFunction(model);
+    this.apply = this.options.functionToApply ?? defaultScoreFunction(model);
   }
 
   async run(inputs: readonly TextClassificationInput[]): Promise<LabelScore[][]> {
@@ -51,39 +54,11 @@ export class TextClassificationPipeline implements Pipeline<TextClassificationIn
     const outputs = await this.model.session.run(
       textFeeds(encoded, this.model.inputNames, tokenizer.padId),
     );
-    const logits = floatOutput(
-      outputs,
-      this.model.outputNames.includes('logits')
-        ? 'logits'
-        : (this.model.outputNames[0] ?? 'logits'),
+    const logits = logitsOf(this.model, outputs);
+    return texts.map((_, b) =>
+      rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
     );
-    return texts.map((_, b) => this.scoresFor(row(logits, b)));
   }
-
-  private scoresFor(logits: Float32Array): LabelScore[] {
-    const scores =
-      this.apply === 'softmax'
-        ? softmax(logits)
-        : this.apply === 'sigmoid'
-          ? Array.from(logits, sigmoid)
-          : Array.from(logits);
-    const k = this.options.topK ?? scores.length;
-    return topKIndices(scores, k).map((i) => ({
-      label: labelOf(this.model, i),
-      score: scores[i] ?? 0,
-    }));
-  }
-}
-
-export function labelOf(model: LoadedModel, index: number): string {
-  return model.config.labels[index] ?? `LABEL_${index}`;
-}
-
-function defaultFunction(model: LoadedModel): 'softmax' | 'sigmoid' | 'none' {
-  const { problemType, labels } = model.config;
-  if (problemType === 'regression') return 'none';
-  if (problemType === 'multi_label_classification' || labels.length === 1) return 'sigmoid';
-  return 'softmax';
 }
 
 function toTextInput(input: TextClassificationInput, index: number): TextInput {

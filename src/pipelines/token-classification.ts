@@ -8,7 +8,7 @@ import { softmax } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { floatOutput, row, textFeeds } from './tensors.ts';
-import { labelOf } from './text-classification.ts';
+import { labelOf } from './label-scores.ts';
 import type { TextTokenizer, TokenizedText } from './text-tokenizer.ts';
 import {
   aggregate,
