@@ -1,6 +1,8 @@
 // Source type in the config -> the class that reads it.
 import { ConfigError } from '../errors.ts';
+import { BullmqSource } from './bullmq-source.ts';
 import { FileSource } from './file-source.ts';
+import { RedisStreamSource } from './redis-stream-source.ts';
 import type { Source, SourceDeps } from './source.ts';
 
 export function createSource(deps: SourceDeps): Source {
@@ -8,9 +10,11 @@ export function createSource(deps: SourceDeps): Source {
   switch (source.type) {
     case 'file':
       return new FileSource(source.path, deps);
-    case 'kafka':
     case 'bullmq':
+      return new BullmqSource({ queue: source.queue, concurrency: source.concurrency }, deps);
     case 'redis-stream':
+      return new RedisStreamSource(source, deps);
+    case 'kafka':
       throw new ConfigError(`source type '${source.type}' is not available in this build yet`, {
         field: 'source.type',
       });

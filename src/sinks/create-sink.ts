@@ -2,7 +2,10 @@
 import type { SinkConfig, WorkerConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { redisUrlOf } from '../services/redis-connection.ts';
+import { BullmqSink } from './bullmq-sink.ts';
 import { FileSink } from './file-sink.ts';
+import { RedisStreamSink } from './redis-stream-sink.ts';
 import type { Sink } from './sink.ts';
 
 export interface SinkContext {
@@ -19,9 +22,20 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
     case 'bullmq-result':
       // The BullMQ source returns the output as the job's result; nothing else to write.
       return undefined;
-    case 'kafka':
     case 'bullmq':
+      return new BullmqSink({
+        url: redisUrlOf(context.config, 'sink'),
+        queue: sink.queue,
+        jobName: sink.jobName,
+        deadLetters: context.deadLetters,
+      });
     case 'redis-stream':
+      return new RedisStreamSink({
+        url: redisUrlOf(context.config, 'sink'),
+        stream: sink.stream,
+        ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
+      });
+    case 'kafka':
       throw new ConfigError(`sink type '${sink.type}' is not available in this build yet`, {
         field: 'sink.type',
       });

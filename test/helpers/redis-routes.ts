@@ -1,0 +1,99 @@
+// Shared by the BullMQ and Redis Streams integration tests: a worker config around the tiny
+// text-classification model, real corpus records with ids, and reference results from the
+// in-process API to check the stream worker's outputs against.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { configSchema, type WorkerConfig } from '../../src/config/schema.ts';
+import { createHugot } from '../../src/hugot.ts';
+import type { Logger } from '../../src/logger.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+export const CLS_MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');
+export const SCRIPTED_WORKER = join(ROOT, 'test', 'fixtures', 'workers', 'scripted-worker.ts');
+
+export interface CorpusRecord {
+  id: string;
+  text: string;
+  label: string;
+}
+
+const sample = readFileSync(join(ROOT, 'test', 'fixtures', 'corpus', 'sample.jsonl'), 'utf8')
+  .split('\n')
+  .filter((line) => line.trim() !== '')
+  .map((line) => JSON.parse(line) as CorpusRecord);
+
+/** `count` real e-mail texts, the sample repeated, each with a unique id. */
+export function corpusRecords(count: number): CorpusRecord[] {
+  return Array.from({ length: count }, (_, i) => {
+    const base = sample[i % sample.length];
+    if (base === undefined) throw new Error('the corpus sample is empty');
+    return { id: `r${i}`, text: base.text, label: base.label };
+  });
+}
+
+/** What the in-process API answers for each text (the stream worker must agree). */
+export async function referenceResults(texts: readonly string[]): Promise<unknown[]> {
+  const hugot = createHugot();
+  try {
+    hugot.registerModel('cls', { path: CLS_MODEL });
+    await hugot.registerPipeline('classify', { task: 'textClassification', model: 'cls' });
+    return await hugot.run('classify', texts);
+  } finally {
+    await hugot.close();
+  }
+}
+
+/** A one-route worker config over the tiny classifier; `route` supplies source, sink and dlq. */
+export function workerConfig(
+  redisUrl: string,
+  route: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): WorkerConfig {
+  return configSchema.parse({
+    models: { cls: { path: CLS_MODEL } },
+    pipelines: { classify: { task: 'textClassification', model: 'cls' } },
+    routes: [{ name: 'classify', pipeline: 'classify', ...route }],
+    shards: [{ device: 'cpu', threads: 2 }],
+    batching: { maxBatchSize: 64, maxWaitMs: 5 },
+    connections: { redis: { url: redisUrl } },
+    ...extra,
+  });
+}
+
+/** Compares classifier outputs with a tolerance: batch mates change padding, not the answer. */
+export function sameScores(actual: unknown, expected: unknown): boolean {
+  const a = actual as { label: string; score: number }[];
+  const e = expected as { label: string; score: number }[];
+  return (
+    Array.isArray(a) &&
+    a.length === e.length &&
+    a.every((x, i) => x.label === e[i]?.label && Math.abs(x.score - (e[i]?.score ?? NaN)) < 1e-4)
+  );
+}
+
+export interface RecordingLogger extends Logger {
+  errors: string[];
+}
+
+export function recordingLogger(): RecordingLogger {
+  const errors: string[] = [];
+  return {
+    errors,
+    debug: () => undefined,
+    info: () => undefined,
+    warn: () => undefined,
+    error: (fields, message) => errors.push(`${message} ${JSON.stringify(fields)}`),
+  };
+}
+
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 50_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,139 @@
+// The BullMQ source and sink end to end: real Redis, the real tiny classifier, real e-mail text.
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import {
+  corpusRecords,
+  recordingLogger,
+  referenceResults,
+  sameScores,
+  waitFor,
+  workerConfig,
+  type CorpusRecord,
+} from '../helpers/redis-routes.ts';
+import { uniqueName } from '../helpers/unique-name.ts';
+
+const redisUrl = inject('redisUrl');
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+function queueOf(name: string): Queue {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(name, { connection });
+  closers.push(async () => {
+    await queue.close();
+    await connection.quit();
+  });
+  return queue;
+}
+
+async function enqueue(queue: Queue, records: readonly unknown[]): Promise<void> {
+  for (let i = 0; i < records.length; i += 1000) {
+    await queue.addBulk(records.slice(i, i + 1000).map((data) => ({ name: 'classify', data })));
+  }
+}
+
+type Output = CorpusRecord & { result: { label: string; score: number }[] };
+
+async function outputsOf(queue: Queue, expected: number): Promise<Output[]> {
+  const jobs = await queue.getJobs(['waiting'], 0, expected + 100);
+  return jobs.map((job) => job.data as Output);
+}
+
+describe('BullMQ source -> BullMQ sink (real Redis)', () => {
+  it('classifies 10,000 jobs: every id once, results as the in-process API, all completed', async () => {
+    const input = queueOf(uniqueName('in'));
+    const output = queueOf(uniqueName('out'));
+    const dlq = queueOf(uniqueName('dlq'));
+    const records = corpusRecords(10_000);
+    await enqueue(input, records);
+    const logger = recordingLogger();
+    const started = performance.now();
+    const worker = await StreamWorker.start(
+      workerConfig(redisUrl, {
+        source: { type: 'bullmq', queue: input.name, concurrency: 256 },
+        sink: { type: 'bullmq', queue: output.name },
+        dlq: { type: 'bullmq', queue: dlq.name },
+      }),
+      { logger },
+    );
+    closers.push(() => worker.stop(20_000));
+    await waitFor('10,000 completed jobs', async () => {
+      const counts = await input.getJobCounts('completed');
+      return counts['completed'] === records.length;
+    });
+    const seconds = (performance.now() - started) / 1000;
+    await worker.stop(20_000);
+    process.stdout.write(
+      `[bullmq] 10,000 jobs in ${seconds.toFixed(1)} s (${Math.round(10_000 / seconds)}/s)\n`,
+    );
+
+    expect(await input.getJobCounts('completed', 'failed', 'active', 'waiting')).toMatchObject({
+      completed: 10_000,
+      failed: 0,
+      active: 0,
+      waiting: 0,
+    });
+    expect(await dlq.count()).toBe(0);
+    const outputs = await outputsOf(output, records.length);
+    expect(outputs).toHaveLength(10_000);
+    const ids = new Set(outputs.map((o) => o.id));
+    expect(ids.size).toBe(10_000);
+    expect(records.every((r) => ids.has(r.id))).toBe(true);
+
+    const byId = new Map(outputs.map((o) => [o.id, o]));
+    const sample = records.filter((_, i) => i % 199 === 0);
+    const expected = await referenceResults(sample.map((r) => r.text));
+    sample.forEach((record, i) => {
+      const out = byId.get(record.id);
+      expect(out?.text).toBe(record.text);
+      expect(out?.label).toBe(record.label);
+      expect(sameScores(out?.result, expected[i])).toBe(true);
+    });
+
+    // The job's return value is the same output (what a 'bullmq-result' route hands back).
+    const job = await input.getJob((await input.getJobs(['completed'], 0, 0))[0]?.id ?? '');
+    const returned = job?.returnvalue as Output;
+    const data = job?.data as CorpusRecord;
+    expect(returned.id).toBe(data.id);
+    expect(returned.result).toEqual(byId.get(data.id)?.result);
+    expect(logger.errors).toEqual([]);
+  });
+
+  it('two workers on one queue share the jobs with none lost or repeated', async () => {
+    const input = queueOf(uniqueName('in'));
+    const output = queueOf(uniqueName('out'));
+    const records = corpusRecords(2_000);
+    const route = {
+      source: { type: 'bullmq', queue: input.name, concurrency: 64 },
+      sink: { type: 'bullmq', queue: output.name },
+    };
+    const extra = { shards: [{ device: 'cpu', threads: 1 }] };
+    const a = await StreamWorker.start(workerConfig(redisUrl, route, extra), {
+      logger: recordingLogger(),
+    });
+    closers.push(() => a.stop(20_000));
+    const b = await StreamWorker.start(workerConfig(redisUrl, route, extra), {
+      logger: recordingLogger(),
+    });
+    closers.push(() => b.stop(20_000));
+    await enqueue(input, records);
+    await waitFor('2,000 completed jobs', async () => {
+      const counts = await input.getJobCounts('completed');
+      return counts['completed'] === records.length;
+    });
+    await Promise.all([a.stop(20_000), b.stop(20_000)]);
+
+    const shares = [a, b].map((w) => w.counters()['classify']?.written ?? 0);
+    expect(shares[0]).toBeGreaterThan(0);
+    expect(shares[1]).toBeGreaterThan(0);
+    expect((shares[0] ?? 0) + (shares[1] ?? 0)).toBe(2_000);
+    const outputs = await outputsOf(output, records.length);
+    expect(new Set(outputs.map((o) => o.id)).size).toBe(2_000);
+    expect(outputs).toHaveLength(2_000);
+    expect(await input.getJobCounts('failed')).toEqual({ failed: 0 });
+  });
+});
