@@ -5,9 +5,10 @@ import { z } from 'zod';
 import { InputError, ModelFolderError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { sigmoid } from './math.ts';
+import { classifierLogits } from './label-scores.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
-import { floatOutput, textFeeds } from './tensors.ts';
+
 import type { TextInput, TextTokenizer } from './text-tokenizer.ts';
 
 export const crossEncoderOptionsSchema = z
@@ -78,15 +79,7 @@ export class CrossEncoderPipeline implements Pipeline<CrossEncoderInput, RankedD
     const encoded = await this.tokenizer.encode(pairs, {
       truncation: this.options.truncation ? 'longest_first' : false,
     });
-    const outputs = await this.model.session.run(
-      textFeeds(encoded, this.model.inputNames, this.tokenizer.padId),
-    );
-    const logits = floatOutput(
-      outputs,
-      this.model.outputNames.includes('logits')
-        ? 'logits'
-        : (this.model.outputNames[0] ?? 'logits'),
-    );
+    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
     if (logits.dims.at(-1) !== 1) {
       throw new ModelFolderError(
         `${TASK} needs a model with one relevance logit; ${this.model.folder} gives ${logits.dims.at(-1)} (use textClassification for several labels)`,

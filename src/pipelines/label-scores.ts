@@ -3,7 +3,8 @@
 import type { Tensor } from 'onnxruntime-node';
 import { sigmoid, softmax, topKIndices } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
-import { floatOutput, type FloatOutput } from './tensors.ts';
+import { floatOutput, textFeeds, type FloatOutput } from './tensors.ts';
+import type { TokenizedText } from './text-tokenizer.ts';
 
 export type ScoreFunction = 'softmax' | 'sigmoid' | 'none';
 
@@ -47,4 +48,14 @@ export function rankLabels(
   // Python caps top_k at the number of labels.
   const k = Math.min(topK ?? scores.length, scores.length);
   return topKIndices(scores, k).map((i) => ({ label: labelOf(model, i), score: scores[i] ?? 0 }));
+}
+
+/** One forward pass of a classifier head over a tokenized batch. */
+export async function classifierLogits(
+  model: LoadedModel,
+  encoded: readonly TokenizedText[],
+  padId: number,
+): Promise<FloatOutput> {
+  const outputs = await model.session.run(textFeeds(encoded, model.inputNames, padId));
+  return logitsOf(model, outputs);
 }

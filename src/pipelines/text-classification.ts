@@ -5,14 +5,14 @@ import { InputError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import {
   defaultScoreFunction,
-  logitsOf,
   rankLabels,
   type LabelScore,
   type ScoreFunction,
+  classifierLogits,
 } from './label-scores.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
-import { row, textFeeds } from './tensors.ts';
+import { row } from './tensors.ts';
 import type { TextInput } from './text-tokenizer.ts';
 
 export const textClassificationOptionsSchema = z
@@ -51,10 +51,7 @@ export class TextClassificationPipeline implements Pipeline<TextClassificationIn
     const encoded = await tokenizer.encode(texts, {
       truncation: this.options.truncation ? 'longest_first' : false,
     });
-    const outputs = await this.model.session.run(
-      textFeeds(encoded, this.model.inputNames, tokenizer.padId),
-    );
-    const logits = logitsOf(this.model, outputs);
+    const logits = await classifierLogits(this.model, encoded, tokenizer.padId);
     return texts.map((_, b) =>
       rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
     );

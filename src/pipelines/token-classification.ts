@@ -7,8 +7,8 @@ import { parseWithSchema } from '../options/parse.ts';
 import { softmax } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
-import { floatOutput, row, textFeeds } from './tensors.ts';
-import { labelOf } from './label-scores.ts';
+import { row } from './tensors.ts';
+import { labelOf, classifierLogits } from './label-scores.ts';
 import type { TextTokenizer, TokenizedText } from './text-tokenizer.ts';
 import {
   aggregate,
@@ -66,15 +66,7 @@ export class TokenClassificationPipeline implements Pipeline<string, Entity[]> {
     inputs.forEach((input, i) => assertString(input, TASK, `inputs[${i}]`));
     // Python always truncates to the model's maximum length here (no stride: one window).
     const encoded = await this.tokenizer.encode(inputs, { truncation: 'longest_first' });
-    const outputs = await this.model.session.run(
-      textFeeds(encoded, this.model.inputNames, this.tokenizer.padId),
-    );
-    const logits = floatOutput(
-      outputs,
-      this.model.outputNames.includes('logits')
-        ? 'logits'
-        : (this.model.outputNames[0] ?? 'logits'),
-    );
+    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
     const labels = logits.dims.at(-1) ?? 0;
     return inputs.map((text, b) => {
       const rows = row(logits, b);

@@ -5,9 +5,10 @@ import { z } from 'zod';
 import { ConfigError, InputError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { softmax } from './math.ts';
+import { classifierLogits } from './label-scores.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
-import { floatOutput, row, textFeeds } from './tensors.ts';
+import { row } from './tensors.ts';
 import type { TextTokenizer, TokenizedText } from './text-tokenizer.ts';
 
 export const zeroShotClassificationOptionsSchema = z
@@ -84,15 +85,7 @@ export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShot
       this.hypotheses.map((hypothesis) => [sequence, hypothesis] as const),
     );
     const encoded = await Promise.all(pairs.map((pair) => this.encodePair(pair)));
-    const outputs = await this.model.session.run(
-      textFeeds(encoded, this.model.inputNames, this.tokenizer.padId),
-    );
-    const logits = floatOutput(
-      outputs,
-      this.model.outputNames.includes('logits')
-        ? 'logits'
-        : (this.model.outputNames[0] ?? 'logits'),
-    );
+    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
     const n = this.labels.length;
     return inputs.map((sequence, s) => {
       const rows = this.labels.map((_, l) => row(logits, s * n + l));
