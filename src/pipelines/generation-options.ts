@@ -12,6 +12,8 @@ export const generationOptionsSchema = z
   .object({
     /** Tokens to generate at most. Default: generation_config.json's max_new_tokens, else 256. */
     maxNewTokens: z.number().int().min(1).optional(),
+    /** EOS is suppressed until this many tokens are generated (Python's min_new_tokens). Default 0. */
+    minNewTokens: z.number().int().min(0).optional(),
     /**
      * Sample instead of taking the most likely token. Default: true when temperature, topK, topP
      * or seed is set, else generation_config.json's do_sample (false when absent).
@@ -39,6 +41,7 @@ export type ParsedGenerationOptions = z.output<typeof generationOptionsSchema>;
 
 export interface GenerationSettings {
   maxNewTokens: number;
+  minNewTokens: number;
   sampling: SamplingSettings;
   seed: number | undefined;
   stopSequences: readonly string[];
@@ -107,6 +110,7 @@ export function resolveSettings(
     options.seed !== undefined;
   return {
     maxNewTokens: options.maxNewTokens ?? defaults.maxNewTokens ?? 256,
+    minNewTokens: options.minNewTokens ?? 0,
     sampling: {
       doSample: options.doSample ?? (asksForSampling || (defaults.doSample ?? false)),
       temperature: options.temperature ?? defaults.temperature ?? 1,

@@ -17,9 +17,7 @@ import {
 import { emptyKvState, kvLayoutOf, runStep, type KvLayout, type StepTokens } from './kv-cache.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
-import { randomSeed, seededRandom } from './random.ts';
-import { chooseToken } from './sampling.ts';
-import { StopSequences } from './stop-sequences.ts';
+import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
 import type { TextTokenizer } from './text-tokenizer.ts';
 
 export type { ChatMessage } from './chat-template.ts';
@@ -29,17 +27,7 @@ export type { GenerationOptions as TextGenerationOptions } from './generation-op
 export type TextGenerationInput =
   string | readonly ChatMessage[] | { messages: readonly ChatMessage[] };
 
-export type FinishReason = 'eos' | 'length' | 'stop';
-
-export interface GenerationResult {
-  /** The generated text only (not the prompt), without special tokens or the stop sequence. */
-  text: string;
-  /** Every generated token, the EOS token included when generation ended on one. */
-  tokenIds: number[];
-  finishReason: FinishReason;
-  promptTokens: number;
-  generatedTokens: number;
-}
+export type { FinishReason, GenerationResult } from './generation-progress.ts';
 
 /** A stream yields one `token` event per generated token, then `done`. */
 export type GenerationEvent =
@@ -51,7 +39,7 @@ export type GenerationEvent =
     }
   | { type: 'done'; result: GenerationResult };
 
-type Prompt = { kind: 'text'; text: string } | { kind: 'chat'; messages: ChatMessage[] };
+export type Prompt = { kind: 'text'; text: string } | { kind: 'chat'; messages: ChatMessage[] };
 
 const TASK = 'textGeneration';
 
@@ -100,44 +88,21 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
     const prompt = toPrompt(input, 'input');
     const settings = await this.settings(options);
     const promptIds = await this.promptIds(prompt, settings.systemPrompt);
-    const stops = new StopSequences(settings.stopSequences);
-    const random = seededRandom(settings.seed ?? randomSeed());
-    const history = [...promptIds];
-    const generated: number[] = [];
+    const progress = new GenerationProgress(promptIds, settings);
+    const decode = (ids: readonly number[]): Promise<string> => this.decode(ids);
     let state = emptyKvState(this.layout, 1);
     let tokens: StepTokens = { ids: [promptIds] };
-    let shown = 0;
-    let finishReason: FinishReason = 'length';
-    let text = '';
-    while (generated.length < settings.maxNewTokens) {
+    while (!progress.done) {
       const step = await runStep(this.model.session, this.layout, state, tokens);
       state = step.state;
-      const id = chooseToken(step.logits[0] as Float32Array, history, settings.sampling, random);
-      generated.push(id);
-      history.push(id);
-      text = await this.decode(generated);
-      const stop = stops.find(text);
-      if (stop !== undefined) {
-        text = text.slice(0, stop.index);
-        finishReason = 'stop';
-      } else if (settings.eosTokenIds.has(id)) finishReason = 'eos';
-      const done = finishReason !== 'length' || generated.length >= settings.maxNewTokens;
-      const visible = done ? text.length : Math.max(shown, stops.settledLength(text));
-      yield { type: 'token', tokenId: id, text: text.slice(shown, visible) };
-      shown = visible;
-      if (done) break;
-      tokens = { ids: [[id]] };
+      const { tokenId, text } = await progress.accept(
+        progress.choose(step.logits[0] as Float32Array),
+        decode,
+      );
+      yield { type: 'token', tokenId, text };
+      tokens = { ids: [[tokenId]] };
     }
-    yield {
-      type: 'done',
-      result: {
-        text,
-        tokenIds: generated,
-        finishReason,
-        promptTokens: promptIds.length,
-        generatedTokens: generated.length,
-      },
-    };
+    yield { type: 'done', result: progress.result() };
   }
 
   /** The prompt's token ids, as Python's text-generation pipeline tokenizes it. */
@@ -172,14 +137,16 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
     return encoded?.ids ?? [];
   }
 
-  private async settings(options: GenerationOptions | undefined): Promise<GenerationSettings> {
+  /** This pipeline's options under a call's, over generation_config.json's. */
+  async settings(options: GenerationOptions | undefined): Promise<GenerationSettings> {
     const call = options === undefined ? undefined : parseGenerationOptions(options);
     this.defaults ??= readGenerationDefaults(this.model);
     const defaults = await this.defaults;
     return resolveSettings(mergeOptions(this.options, call, options), defaults, this.model);
   }
 
-  private async decode(ids: readonly number[]): Promise<string> {
+  /** Generated ids to text, as Python's pipeline decodes them. */
+  async decode(ids: readonly number[]): Promise<string> {
     const text = await this.tokenizer.decode(ids, true);
     return this.tokenizer.config['clean_up_tokenization_spaces'] === true
       ? cleanUpTokenization(text)
@@ -202,7 +169,7 @@ function cleanUpTokenization(text: string): string {
     .replaceAll(" 're", "'re");
 }
 
-function toPrompt(input: unknown, field: string): Prompt {
+export function toPrompt(input: unknown, field: string): Prompt {
   if (typeof input === 'string') return { kind: 'text', text: input };
   const messages =
     input !== null && typeof input === 'object' && !Array.isArray(input) && 'messages' in input
