@@ -31,6 +31,15 @@ const kafkaSourceSchema = z
     fromBeginning: z.boolean().default(true),
     /** Records of one partition held in flight at most before the partition is paused. */
     maxInFlightPerPartition: z.number().int().min(1).default(2048),
+    /** The group drops a member that sends no heartbeat for this long. */
+    sessionTimeoutMs: z.number().int().min(1).default(30_000),
+    heartbeatIntervalMs: z.number().int().min(1).default(3_000),
+    /** Exactly-once: transactional ids are `<prefix>-<topic>-<partition>`; default `hugot-<groupId>`. */
+    transactionalIdPrefix: z.string().min(1).optional(),
+    /** Exactly-once: the broker aborts a transaction left open this long (a dead worker's). */
+    transactionTimeoutMs: z.number().int().min(1).default(60_000),
+    /** Exactly-once: a partition commits its transaction at this many staged records, or every commitIntervalMs. */
+    transactionMaxRecords: z.number().int().min(1).default(1000),
   })
   .strict();
 

@@ -1,7 +1,8 @@
 // Source type in the config -> the class that reads it.
-import { ConfigError } from '../errors.ts';
 import { BullmqSource } from './bullmq-source.ts';
 import { FileSource } from './file-source.ts';
+import { kafkaDriverFor } from './kafka/driver-for.ts';
+import { KafkaSource } from './kafka/kafka-source.ts';
 import { RedisStreamSource } from './redis-stream-source.ts';
 import type { Source, SourceDeps } from './source.ts';
 
@@ -15,8 +16,6 @@ export function createSource(deps: SourceDeps): Source {
     case 'redis-stream':
       return new RedisStreamSource(source, deps);
     case 'kafka':
-      throw new ConfigError(`source type '${source.type}' is not available in this build yet`, {
-        field: 'source.type',
-      });
+      return new KafkaSource(source, deps, kafkaDriverFor(deps.config, deps.logger));
   }
 }

@@ -1,10 +1,11 @@
 // Sink type in the config -> the class that writes it.
 import type { SinkConfig, WorkerConfig } from '../config/schema.ts';
-import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { redisUrlOf } from '../services/redis-connection.ts';
 import { BullmqSink } from './bullmq-sink.ts';
+import { kafkaDriverFor } from '../consumers/kafka/driver-for.ts';
 import { FileSink } from './file-sink.ts';
+import { KafkaSink } from './kafka-sink.ts';
 import { RedisStreamSink } from './redis-stream-sink.ts';
 import type { Sink } from './sink.ts';
 
@@ -36,8 +37,6 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
         ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
       });
     case 'kafka':
-      throw new ConfigError(`sink type '${sink.type}' is not available in this build yet`, {
-        field: 'sink.type',
-      });
+      return new KafkaSink(sink.topic, kafkaDriverFor(context.config, context.logger).producer());
   }
 }

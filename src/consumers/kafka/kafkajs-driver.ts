@@ -1,0 +1,242 @@
+// The driver seam implemented with kafkajs 2.x. kafkajs facts this relies on:
+// - eachBatch with eachBatchAutoResolve: false and autoCommit: false: the callback resolves the
+//   offsets it took and returns at once; nothing is committed unless we commit.
+// - every (re)join builds a new offset manager, so every assigned partition (kept ones too)
+//   restarts from its committed offset; GROUP_JOIN is the only rebalance signal (no revoke hook).
+// - consumer.stop() forgets the group, so offsets must be committed before disconnect().
+// - sendOffsets uses TxnOffsetCommit without the group generation (no KIP-447), so zombie
+//   fencing needs one transactional id per input partition.
+import {
+  Kafka,
+  logLevel,
+  type Consumer,
+  type IHeaders,
+  type LogEntry,
+  type Message,
+  type Producer,
+} from 'kafkajs';
+import type { Logger } from '../../logger.ts';
+import type {
+  ConsumerOptions,
+  DriverBatch,
+  KafkaConsumerDriver,
+  KafkaDriver,
+  KafkaProducerDriver,
+  KafkaTransaction,
+  KafkaTransactionalProducerDriver,
+  ProducedMessage,
+  TopicPartition,
+  TopicPartitionOffset,
+  TransactionalProducerOptions,
+} from './driver.ts';
+
+export interface KafkajsDriverOptions {
+  brokers: string[];
+  clientId: string;
+  logger: Logger;
+}
+
+export class KafkajsDriver implements KafkaDriver {
+  private readonly kafka: Kafka;
+
+  constructor(options: KafkajsDriverOptions) {
+    const { logger } = options;
+    this.kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: options.brokers,
+      logLevel: logLevel.WARN,
+      logCreator:
+        () =>
+        ({ level, log }: LogEntry) => {
+          const { message, ...fields } = log;
+          if (level <= logLevel.ERROR) logger.error({ kafkajs: fields }, message);
+          else if (level === logLevel.WARN) logger.warn({ kafkajs: fields }, message);
+          else logger.debug({ kafkajs: fields }, message);
+        },
+    });
+  }
+
+  consumer(options: ConsumerOptions): KafkaConsumerDriver {
+    return new KafkajsConsumer(
+      this.kafka.consumer({
+        groupId: options.groupId,
+        readUncommitted: !options.readCommitted,
+        ...(options.sessionTimeoutMs !== undefined
+          ? { sessionTimeout: options.sessionTimeoutMs }
+          : {}),
+        ...(options.heartbeatIntervalMs !== undefined
+          ? { heartbeatInterval: options.heartbeatIntervalMs }
+          : {}),
+      }),
+      this.kafka,
+      options.groupId,
+    );
+  }
+
+  producer(): KafkaProducerDriver {
+    const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    return {
+      connect: () => producer.connect(),
+      send: async (topic, messages) => {
+        await producer.send({ topic, acks: -1, messages: messages.map(toKafkajs) });
+      },
+      disconnect: () => producer.disconnect(),
+    };
+  }
+
+  transactionalProducer(options: TransactionalProducerOptions): KafkaTransactionalProducerDriver {
+    const producer: Producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionalId: options.transactionalId,
+      transactionTimeout: options.transactionTimeoutMs,
+    });
+    return {
+      connect: () => producer.connect(),
+      transaction: async (): Promise<KafkaTransaction> => {
+        const txn = await producer.transaction();
+        return {
+          send: async (topic, messages) => {
+            await txn.send({ topic, acks: -1, messages: messages.map(toKafkajs) });
+          },
+          sendOffsets: (groupId, offsets) =>
+            txn.sendOffsets({ consumerGroupId: groupId, topics: byTopic(offsets) }),
+          commit: () => txn.commit(),
+          abort: () => txn.abort(),
+        };
+      },
+      disconnect: () => producer.disconnect(),
+    };
+  }
+}
+
+class KafkajsConsumer implements KafkaConsumerDriver {
+  private readonly consumer: Consumer;
+  private readonly kafka: Kafka;
+  private readonly groupId: string;
+
+  constructor(consumer: Consumer, kafka: Kafka, groupId: string) {
+    this.consumer = consumer;
+    this.kafka = kafka;
+    this.groupId = groupId;
+  }
+
+  connect(): Promise<void> {
+    return this.consumer.connect();
+  }
+
+  subscribe(topic: string, fromBeginning: boolean): Promise<void> {
+    return this.consumer.subscribe({ topic, fromBeginning });
+  }
+
+  run(options: Parameters<KafkaConsumerDriver['run']>[0]): Promise<void> {
+    return this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async (payload) => {
+        const { batch } = payload;
+        const driverBatch: DriverBatch = {
+          topic: batch.topic,
+          partition: batch.partition,
+          messages: batch.messages.map((m) => ({
+            offset: m.offset,
+            key: m.key,
+            value: m.value,
+            headers: headersOf(m.headers),
+          })),
+          resolve: (offset) => payload.resolveOffset(offset),
+          isStale: () => payload.isStale(),
+        };
+        await options.onBatch(driverBatch);
+      },
+    });
+  }
+
+  pause(partitions: TopicPartition[]): void {
+    if (partitions.length > 0) this.consumer.pause(byTopicPartitions(partitions));
+  }
+
+  resume(partitions: TopicPartition[]): void {
+    if (partitions.length > 0) this.consumer.resume(byTopicPartitions(partitions));
+  }
+
+  seek(position: TopicPartitionOffset): void {
+    this.consumer.seek(position);
+  }
+
+  commit(offsets: TopicPartitionOffset[]): Promise<void> {
+    return this.consumer.commitOffsets(offsets);
+  }
+
+  async committed(topic: string): Promise<TopicPartitionOffset[]> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const answer = await admin.fetchOffsets({ groupId: this.groupId, topics: [topic] });
+      return (answer[0]?.partitions ?? []).map((p) => ({
+        topic,
+        partition: p.partition,
+        offset: p.offset,
+      }));
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  onAssignment(listener: (assigned: TopicPartition[]) => void): void {
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+      const assigned: TopicPartition[] = [];
+      for (const [topic, partitions] of Object.entries(event.payload.memberAssignment))
+        for (const partition of partitions) assigned.push({ topic, partition });
+      listener(assigned);
+    });
+  }
+
+  onCrash(listener: (err: Error) => void): void {
+    this.consumer.on(this.consumer.events.CRASH, (event) => {
+      if (!event.payload.restart) listener(event.payload.error);
+    });
+  }
+
+  disconnect(): Promise<void> {
+    return this.consumer.disconnect();
+  }
+}
+
+function toKafkajs(message: ProducedMessage): Message {
+  return { key: message.key, value: message.value, headers: message.headers };
+}
+
+function headersOf(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    // A repeated header keeps its last value; the record's own bytes are never touched.
+    const last = Array.isArray(value) ? value.at(-1) : value;
+    if (last !== undefined) out[name] = last.toString();
+  }
+  return out;
+}
+
+function byTopicPartitions(
+  partitions: TopicPartition[],
+): { topic: string; partitions: number[] }[] {
+  const grouped = new Map<string, number[]>();
+  for (const { topic, partition } of partitions) {
+    const list = grouped.get(topic) ?? [];
+    list.push(partition);
+    grouped.set(topic, list);
+  }
+  return [...grouped].map(([topic, list]) => ({ topic, partitions: list }));
+}
+
+function byTopic(
+  offsets: TopicPartitionOffset[],
+): { topic: string; partitions: { partition: number; offset: string }[] }[] {
+  const grouped = new Map<string, { partition: number; offset: string }[]>();
+  for (const { topic, partition, offset } of offsets) {
+    const list = grouped.get(topic) ?? [];
+    list.push({ partition, offset });
+    grouped.set(topic, list);
+  }
+  return [...grouped].map(([topic, partitions]) => ({ topic, partitions }));
+}

@@ -1,0 +1,166 @@
+// Shared by the Kafka integration tests and the e2e benchmark: topics, producing corpus records
+// with keys and headers, reading a whole topic back (read_committed or not), committed offsets,
+// and a worker config for a Kafka -> Kafka route.
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { CLS_MODEL } from '../../helpers/redis-routes.ts';
+
+export interface ReadRecord {
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: Buffer;
+  headers: Record<string, string>;
+}
+
+export class KafkaKit {
+  readonly kafka: Kafka;
+  readonly brokers: string;
+
+  constructor(brokers: string) {
+    this.brokers = brokers;
+    this.kafka = new Kafka({
+      clientId: 'hugot-kafka-kit',
+      brokers: brokers.split(','),
+      logLevel: logLevel.NOTHING,
+    });
+  }
+
+  async withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      return await use(admin);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  createTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
+    return this.withAdmin(async (admin) => {
+      await admin.createTopics({
+        topics: topics.map((t) => ({ topic: t.topic, numPartitions: t.partitions })),
+        waitForLeaders: true,
+      });
+    });
+  }
+
+  /** Sends raw values (Buffer or string) to chosen partitions, in order, in chunks. */
+  async produce(
+    topic: string,
+    messages: {
+      partition: number;
+      key: string | null;
+      value: Buffer | string;
+      headers?: Record<string, string>;
+    }[],
+  ): Promise<void> {
+    const producer = this.kafka.producer();
+    await producer.connect();
+    try {
+      for (let i = 0; i < messages.length; i += 2000)
+        await producer.send({ topic, acks: -1, messages: messages.slice(i, i + 2000) });
+    } finally {
+      await producer.disconnect();
+    }
+  }
+
+  /** Sum of end offsets minus start offsets: how many records (and markers) a topic holds. */
+  async endOffsets(topic: string): Promise<Map<number, string>> {
+    const offsets = await this.withAdmin((admin) => admin.fetchTopicOffsets(topic));
+    return new Map(offsets.map((o) => [o.partition, o.high]));
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<Map<number, string>> {
+    const answer = await this.withAdmin((admin) =>
+      admin.fetchOffsets({ groupId, topics: [topic] }),
+    );
+    return new Map((answer[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+  }
+
+  /**
+   * Reads a topic from the beginning until `count` records arrived (or, with `count`
+   * undefined, until nothing new came for `quietMs`), then `quietMs` more to see extras.
+   */
+  async readAll(
+    topic: string,
+    options: { count?: number; readCommitted?: boolean; quietMs?: number; timeoutMs?: number },
+  ): Promise<ReadRecord[]> {
+    const quietMs = options.quietMs ?? 1500;
+    const consumer = this.kafka.consumer({
+      groupId: `reader-${topic}-${Math.random().toString(36).slice(2)}`,
+      readUncommitted: options.readCommitted === false,
+    });
+    const records: ReadRecord[] = [];
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    let last = Date.now();
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const headers: Record<string, string> = {};
+          for (const [k, v] of Object.entries(m.headers ?? {}))
+            if (v !== undefined) headers[k] = (Array.isArray(v) ? v.at(-1) : v)?.toString() ?? '';
+          records.push({
+            partition: batch.partition,
+            offset: m.offset,
+            key: m.key?.toString() ?? null,
+            value: m.value ?? Buffer.alloc(0),
+            headers,
+          });
+        }
+        last = Date.now();
+        await Promise.resolve();
+      },
+    });
+    const deadline = Date.now() + (options.timeoutMs ?? 45_000);
+    try {
+      while (Date.now() < deadline) {
+        const enough = options.count === undefined || records.length >= options.count;
+        if (enough && Date.now() - last >= quietMs) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await consumer.disconnect();
+    }
+    return records;
+  }
+}
+
+/** A one-route Kafka -> Kafka worker config over the tiny classifier (raw, before the schema). */
+export function kafkaRouteConfig(options: {
+  brokers: string;
+  input: string;
+  output: string;
+  dlq?: string;
+  groupId: string;
+  mode?: 'at-least-once' | 'exactly-once';
+  source?: Record<string, unknown>;
+  limits?: Record<string, unknown>;
+  modelPath?: string;
+}): Record<string, unknown> {
+  return {
+    models: { cls: { path: options.modelPath ?? CLS_MODEL } },
+    pipelines: { classify: { task: 'textClassification', model: 'cls' } },
+    routes: [
+      {
+        name: 'classify',
+        source: {
+          type: 'kafka',
+          topic: options.input,
+          groupId: options.groupId,
+          sessionTimeoutMs: 10_000,
+          heartbeatIntervalMs: 1_000,
+          ...options.source,
+        },
+        pipeline: 'classify',
+        sink: { type: 'kafka', topic: options.output },
+        ...(options.dlq !== undefined ? { dlq: { type: 'kafka', topic: options.dlq } } : {}),
+      },
+    ],
+    shards: [{ device: 'cpu', threads: 2 }],
+    batching: { maxBatchSize: 64, maxWaitMs: 5 },
+    connections: { kafka: { brokers: options.brokers.split(',') } },
+    delivery: { mode: options.mode ?? 'at-least-once', commitIntervalMs: 200 },
+    ...(options.limits !== undefined ? { limits: options.limits } : {}),
+  };
+}
