@@ -1,0 +1,228 @@
+// The engine's step loop over one ONNX session. Each step runs, in order:
+//   1. one decode run: every decoding sequence's last token against the shared, left-padded
+//      batch cache (the model's presents from the previous step become the next past);
+//   2. one prefill run per planned prompt chunk, each against that sequence's own cache.
+// Decodes and prefills are separate runs because this export takes one [batch, seq] input_ids:
+// padding every decode row to a chunk's width costs several times the two runs (measured in
+// docs/generative.md). Sequences that finished leave, and sequences whose prompt is fully cached
+// join, in one re-assembly of the batch at the end of the step. It runs on a worker thread
+// (generation-worker.ts); tests drive `step()` directly to control who arrives when.
+import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
+import type { GenerationOptions } from '../pipelines/generation-options.ts';
+import { GenerationProgress } from '../pipelines/generation-progress.ts';
+import { emptyKvState, runStep, type KvState } from '../pipelines/kv-cache.ts';
+import { toPrompt, type TextGenerationPipeline } from '../pipelines/text-generation.ts';
+import { assembleRows } from './kv-batch.ts';
+import type { LoopStats, SequenceEvent } from './protocol.ts';
+import { Scheduler, type SchedulerLimits } from './scheduler.ts';
+import { Sequence, type CancelReason } from './sequence.ts';
+
+export interface SubmitRequest {
+  id: number;
+  input: unknown;
+  options?: GenerationOptions | undefined;
+  deadlineAt?: number | undefined;
+}
+
+export class GenerationLoop {
+  private readonly pipeline: TextGenerationPipeline;
+  private readonly scheduler: Scheduler<Sequence>;
+  private readonly now: () => number;
+  private readonly byId = new Map<number, Sequence>();
+  /** The decode batch: `rows[r]` owns row r of `batch`. */
+  private rows: Sequence[] = [];
+  private batch: KvState;
+  private readonly decodeText: (ids: readonly number[]) => Promise<string>;
+
+  constructor(pipeline: TextGenerationPipeline, limits: SchedulerLimits, now = Date.now) {
+    this.pipeline = pipeline;
+    this.scheduler = new Scheduler<Sequence>(limits);
+    this.now = now;
+    this.batch = emptyKvState(pipeline.layout, 0);
+    this.decodeText = (ids) => pipeline.decode(ids);
+  }
+
+  get idle(): boolean {
+    return this.scheduler.idle;
+  }
+
+  stats(): LoopStats {
+    return {
+      waiting: this.scheduler.waitingCount,
+      active: this.scheduler.activeCount,
+      reservedKvTokens: this.scheduler.reservedKvTokens,
+      batchKvTokens: this.batch.batch * this.batch.pastLength,
+    };
+  }
+
+  /** Tokenizes and queues a request; an invalid one comes back at once as its failed event. */
+  async submit(request: SubmitRequest): Promise<SequenceEvent | undefined> {
+    try {
+      const prompt = toPrompt(request.input, 'input');
+      const settings = await this.pipeline.settings(request.options);
+      const promptIds = await this.pipeline.promptIds(prompt, settings.systemPrompt);
+      const progress = new GenerationProgress(promptIds, settings);
+      const seq = new Sequence(
+        request.id,
+        promptIds,
+        progress,
+        settings.maxNewTokens,
+        request.deadlineAt,
+      );
+      if (!this.scheduler.fits(seq)) {
+        throw new InputError(
+          promptIds.length === 0
+            ? 'textGeneration: the prompt has no tokens'
+            : `textGeneration: the prompt (${promptIds.length} tokens) plus maxNewTokens ` +
+                `(${settings.maxNewTokens}) exceeds the engine's maxKvTokens ` +
+                `(${this.scheduler.limits.maxKvTokens}); shorten one or raise the limit`,
+          { field: 'input' },
+        );
+      }
+      this.byId.set(seq.id, seq);
+      this.scheduler.enqueue(seq);
+      return undefined;
+    } catch (err) {
+      return { kind: 'failed', id: request.id, error: serializeError(err) };
+    }
+  }
+
+  /** Marks a request cancelled; it leaves at the start of the next step. */
+  cancel(id: number, reason: CancelReason): void {
+    const seq = this.byId.get(id);
+    if (seq !== undefined) seq.cancelled ??= reason;
+  }
+
+  /** Fails every request still here (abort); the loop is empty afterwards. */
+  failAll(error: unknown): SequenceEvent[] {
+    const events = this.scheduler
+      .all()
+      .map((seq): SequenceEvent => ({ kind: 'failed', id: seq.id, error: serializeError(error) }));
+    for (const seq of this.scheduler.all()) this.scheduler.remove(seq);
+    this.byId.clear();
+    this.rows = [];
+    this.batch = emptyKvState(this.pipeline.layout, 0);
+    return events;
+  }
+
+  /** One engine step; its token, done and failed events in order. Nothing to do: []. */
+  async step(): Promise<SequenceEvent[]> {
+    const events: SequenceEvent[] = [];
+    const leaving = new Set<Sequence>();
+    this.reap(events, leaving);
+    if (leaving.size > 0) this.regroup(leaving, []);
+    leaving.clear();
+    const plan = this.scheduler.plan();
+    const joining: Sequence[] = [];
+    if (plan.decode.length > 0) await this.decode(events, leaving);
+    for (const { seq, from, length } of plan.prefill) {
+      try {
+        const ids = seq.promptIds.slice(from, from + length);
+        const step = await runStep(
+          this.pipeline.model.session,
+          this.pipeline.layout,
+          seq.kv ?? emptyKvState(this.pipeline.layout, 1),
+          { ids: [ids] },
+        );
+        seq.kv = step.state;
+        seq.prefilled += length;
+        if (seq.prefilled < seq.promptLength) continue;
+        if (await this.accept(seq, step.logits[0] as Float32Array, events)) continue;
+        this.scheduler.promote(seq);
+        joining.push(seq);
+      } catch (err) {
+        this.fail(seq, err, events);
+      }
+    }
+    if (leaving.size > 0 || joining.length > 0) this.regroup(leaving, joining);
+    return events;
+  }
+
+  private async decode(events: SequenceEvent[], leaving: Set<Sequence>): Promise<void> {
+    const rows = this.rows;
+    try {
+      const step = await runStep(this.pipeline.model.session, this.pipeline.layout, this.batch, {
+        ids: rows.map((seq) => [seq.lastToken]),
+      });
+      this.batch = step.state;
+      for (const [r, seq] of rows.entries()) {
+        if (await this.accept(seq, step.logits[r] as Float32Array, events)) leaving.add(seq);
+      }
+    } catch (err) {
+      for (const seq of rows) {
+        if (leaving.has(seq)) continue;
+        this.fail(seq, err, events);
+        leaving.add(seq);
+      }
+    }
+  }
+
+  /** Chooses and records a sequence's next token; true when that ended it. */
+  private async accept(
+    seq: Sequence,
+    logits: Float32Array,
+    events: SequenceEvent[],
+  ): Promise<boolean> {
+    const { progress } = seq;
+    const step = await progress.accept(progress.choose(logits), this.decodeText);
+    seq.lastToken = step.tokenId;
+    events.push({
+      kind: 'token',
+      id: seq.id,
+      tokenId: step.tokenId,
+      text: step.text,
+      index: seq.emitted++,
+    });
+    if (!step.done) return false;
+    events.push({ kind: 'done', id: seq.id, result: progress.result() });
+    this.release(seq);
+    return true;
+  }
+
+  private reap(events: SequenceEvent[], leaving: Set<Sequence>): void {
+    const now = this.now();
+    for (const seq of this.scheduler.all()) {
+      if (seq.cancelled === undefined && seq.deadlineAt !== undefined && now >= seq.deadlineAt)
+        seq.cancelled = 'deadline';
+      if (seq.cancelled === undefined) continue;
+      const error =
+        seq.cancelled === 'deadline'
+          ? new DeadlineExceededError(
+              `textGeneration: the request's deadline passed after ${seq.progress.generatedTokens} tokens`,
+            )
+          : new CancelledError(
+              `textGeneration: the request was cancelled after ${seq.progress.generatedTokens} tokens`,
+            );
+      if (this.rows.includes(seq)) leaving.add(seq);
+      this.fail(seq, error, events);
+    }
+  }
+
+  private fail(seq: Sequence, err: unknown, events: SequenceEvent[]): void {
+    events.push({ kind: 'failed', id: seq.id, error: serializeError(err) });
+    this.release(seq);
+  }
+
+  private release(seq: Sequence): void {
+    this.scheduler.remove(seq);
+    this.byId.delete(seq.id);
+    seq.kv = undefined;
+  }
+
+  /** The one copy of the batch cache: survivors keep their order, newcomers go at the end. */
+  private regroup(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
+    const kept = this.rows.flatMap((seq, row) =>
+      leaving.has(seq) ? [] : [{ seq, ref: { state: this.batch, row } }],
+    );
+    const joined = joining.flatMap((seq) =>
+      seq.kv === undefined ? [] : [{ seq, ref: { state: seq.kv, row: 0 } }],
+    );
+    const all = [...kept, ...joined];
+    this.batch = assembleRows(
+      this.pipeline.layout,
+      all.map((e) => e.ref),
+    );
+    this.rows = all.map((e) => e.seq);
+    for (const seq of joining) seq.kv = undefined;
+  }
+}

@@ -1,0 +1,49 @@
+// Messages between the main thread and a generation worker, which owns one ONNX session and runs
+// the step loop. Requests cross as plain data; each step's token events for every sequence travel
+// together in one message, so the message rate follows steps, not tokens.
+import type { SerializedError } from '../errors.ts';
+import type { GenerationOptions } from '../pipelines/generation-options.ts';
+import type { GenerationResult } from '../pipelines/generation-progress.ts';
+import type { ModelSpec } from '../pipelines/model-store.ts';
+import type { SchedulerLimits } from './scheduler.ts';
+
+/** What a worker loads once, at start. */
+export interface GenerationWorkerSetup {
+  model: ModelSpec;
+  /** Options every request starts from; a request's own options override them field by field. */
+  generation: GenerationOptions;
+  limits: SchedulerLimits;
+}
+
+export type ToWorker =
+  | {
+      kind: 'submit';
+      id: number;
+      /** A prompt string, chat messages, or {messages}. */
+      input: unknown;
+      options: GenerationOptions | undefined;
+      /** Epoch milliseconds (Date.now()), comparable across threads. */
+      deadlineAt: number | undefined;
+    }
+  | { kind: 'cancel'; id: number; reason: 'aborted' | 'deadline' }
+  /** Finish what was submitted, then exit. */
+  | { kind: 'drain' };
+
+export type SequenceEvent =
+  | { kind: 'token'; id: number; tokenId: number; text: string; index: number }
+  | { kind: 'done'; id: number; result: GenerationResult }
+  | { kind: 'failed'; id: number; error: SerializedError };
+
+export interface LoopStats {
+  waiting: number;
+  active: number;
+  reservedKvTokens: number;
+  /** Rows x past length of the decode batch, padding included. */
+  batchKvTokens: number;
+}
+
+export type FromWorker =
+  | { kind: 'ready' }
+  | { kind: 'fatal'; error: SerializedError }
+  | { kind: 'events'; events: SequenceEvent[]; stats: LoopStats }
+  | { kind: 'drained' };
