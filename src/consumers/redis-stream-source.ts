@@ -56,7 +56,8 @@ export class RedisStreamSource implements Source {
   async start(): Promise<void> {
     const url = redisUrlOf(this.deps.config, 'source');
     const { stream, group } = this.options;
-    this.client = connectRedis(url, `hugot-stream-${this.consumer}`, { autoPipelining: true });
+    // No auto-pipelining here: ioredis then mangles callBuffer (XAUTOCLAIM read as raw bytes).
+    this.client = connectRedis(url, `hugot-stream-${this.consumer}`);
     this.reader = connectRedis(url, `hugot-stream-reader-${this.consumer}`);
     this.readerId = Number(await this.reader.client('ID'));
     try {
