@@ -1,0 +1,131 @@
+// The main thread's handle on one generation worker: it posts requests, routes each step's events
+// to the requests' streams, and fails every pending request when the thread dies, so no caller
+// waits forever.
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { GenerationStream } from './generation-stream.ts';
+import type {
+  FromWorker,
+  GenerationWorkerSetup,
+  LoopStats,
+  SequenceEvent,
+  ToWorker,
+} from './protocol.ts';
+
+const WORKER_FILE = fileURLToPath(new URL('./generation-worker.ts', import.meta.url));
+
+export class GenerationThread {
+  readonly index: number;
+  readonly ready: Promise<void>;
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, GenerationStream>();
+  private readonly logger: Logger;
+  private readonly onSettled: () => void;
+  private drained: (() => void) | undefined;
+  private exited = false;
+  private stopping = false;
+  lastStats: LoopStats = { waiting: 0, active: 0, reservedKvTokens: 0, batchKvTokens: 0 };
+
+  constructor(index: number, setup: GenerationWorkerSetup, logger: Logger, onSettled: () => void) {
+    this.index = index;
+    this.logger = logger;
+    this.onSettled = onSettled;
+    this.worker = new Worker(WORKER_FILE, { workerData: setup, name: `generation-${index}` });
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.worker.on('message', (message: FromWorker) => {
+        if (message.kind === 'ready') resolve();
+        else if (message.kind === 'fatal') {
+          const error = deserializeError(message.error);
+          reject(error);
+          this.failAll(error);
+        } else this.receive(message);
+      });
+      this.worker.on('error', (err: Error) => {
+        this.logger.error({ err, thread: index }, 'generation thread failed');
+        reject(err);
+      });
+      this.worker.on('exit', (code) => {
+        this.exited = true;
+        const error = this.stopping
+          ? new ClosedError('the generative engine closed before this request finished')
+          : new WorkerCrashedError(`generation thread ${index} exited (code ${code})`);
+        reject(error);
+        this.failAll(error);
+        this.drained?.();
+      });
+    });
+    this.ready.catch(() => undefined);
+  }
+
+  get load(): number {
+    return this.pending.size;
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  submit(stream: GenerationStream, message: Extract<ToWorker, { kind: 'submit' }>): void {
+    this.pending.set(stream.id, stream);
+    this.post(message);
+  }
+
+  cancel(id: number, reason: 'aborted' | 'deadline'): void {
+    if (this.pending.has(id)) this.post({ kind: 'cancel', id, reason });
+  }
+
+  /** Finishes every pending request, then lets the thread exit. */
+  async drain(): Promise<void> {
+    if (this.exited) return;
+    this.stopping = true;
+    const done = new Promise<void>((resolve) => (this.drained = resolve));
+    this.post({ kind: 'drain' });
+    await done;
+  }
+
+  /** Fails every pending request and stops the thread now. */
+  async abort(): Promise<void> {
+    this.stopping = true;
+    this.failAll(new ClosedError('the generative engine was aborted'));
+    if (!this.exited) await this.worker.terminate();
+  }
+
+  private post(message: ToWorker): void {
+    this.worker.postMessage(message);
+  }
+
+  private receive(message: Exclude<FromWorker, { kind: 'ready' } | { kind: 'fatal' }>): void {
+    if (message.kind === 'drained') return;
+    this.lastStats = message.stats;
+    const receivedAt = performance.now();
+    for (const event of message.events) this.deliver(event, receivedAt);
+  }
+
+  private deliver(event: SequenceEvent, receivedAt: number): void {
+    const stream = this.pending.get(event.id);
+    if (stream === undefined) return;
+    switch (event.kind) {
+      case 'token':
+        stream.push({ type: 'token', tokenId: event.tokenId, text: event.text, receivedAt });
+        return;
+      case 'done':
+        stream.push({ type: 'done', result: event.result, receivedAt });
+        break;
+      case 'failed':
+        stream.fail(deserializeError(event.error));
+        break;
+    }
+    this.pending.delete(event.id);
+    this.onSettled();
+  }
+
+  private failAll(error: Error): void {
+    if (this.pending.size === 0) return;
+    for (const stream of this.pending.values()) stream.fail(error);
+    this.pending.clear();
+    this.onSettled();
+  }
+}

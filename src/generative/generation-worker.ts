@@ -1,0 +1,94 @@
+// The body of a generation thread: it loads the model once and runs the step loop for as long as
+// there is work, reading submits and cancels between steps. ONNX Runtime blocks the thread during
+// a step, which is why this is never the main thread; messages wait at most one step.
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { parentPort, workerData } from 'node:worker_threads';
+import { serializeError } from '../errors.ts';
+import { ModelStore } from '../pipelines/model-store.ts';
+import { TextGenerationPipeline } from '../pipelines/text-generation.ts';
+import { GenerationLoop } from './generation-loop.ts';
+import type { FromWorker, GenerationWorkerSetup, SequenceEvent, ToWorker } from './protocol.ts';
+
+const port = parentPort;
+if (port === null) throw new Error('generation-worker.ts must run as a worker thread');
+const setup = workerData as GenerationWorkerSetup;
+const post = (message: FromWorker): void => port.postMessage(message);
+
+let loop: GenerationLoop | undefined;
+const early: ToWorker[] = [];
+let submitting = 0;
+let draining = false;
+let wake: (() => void) | undefined;
+
+port.on('message', (message: ToWorker) => {
+  if (loop === undefined) early.push(message);
+  else handle(loop, message);
+});
+
+function handle(target: GenerationLoop, message: ToWorker): void {
+  switch (message.kind) {
+    case 'submit':
+      submitting += 1;
+      void target
+        .submit({
+          id: message.id,
+          input: message.input,
+          options: message.options,
+          deadlineAt: message.deadlineAt,
+        })
+        .then((failed) => {
+          if (failed !== undefined) send([failed], target);
+        })
+        .finally(() => {
+          submitting -= 1;
+          poke();
+        });
+      break;
+    case 'cancel':
+      target.cancel(message.id, message.reason);
+      break;
+    case 'drain':
+      draining = true;
+      break;
+  }
+  poke();
+}
+
+function poke(): void {
+  const resolve = wake;
+  wake = undefined;
+  resolve?.();
+}
+
+function send(events: SequenceEvent[], target: GenerationLoop): void {
+  if (events.length > 0) post({ kind: 'events', events, stats: target.stats() });
+}
+
+async function run(target: GenerationLoop): Promise<void> {
+  for (;;) {
+    if (target.idle && submitting === 0) {
+      if (draining) {
+        post({ kind: 'drained' });
+        port?.close();
+        return;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+      continue;
+    }
+    send(await target.step(), target);
+    // Lets submits and cancels that arrived during the step in before the next one.
+    await nextTurn();
+  }
+}
+
+try {
+  const store = new ModelStore();
+  const model = await store.load(setup.model);
+  loop = new GenerationLoop(new TextGenerationPipeline(model, setup.generation), setup.limits);
+  post({ kind: 'ready' });
+  for (const message of early.splice(0)) handle(loop, message);
+  await run(loop);
+  await store.close();
+} catch (err) {
+  post({ kind: 'fatal', error: serializeError(err) });
+}

@@ -1,0 +1,172 @@
+// The in-process API for generation under load: submit(input) -> a stream of token events and a
+// final result. Requests from any number of callers are continuously batched by a step loop on
+// each generation thread (never the main thread); this side only routes requests to the least
+// loaded thread, carries cancellation across, and signals admission pressure to sources.
+import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+import { CancelledError, ClosedError, OverloadedError } from '../errors.ts';
+import { silentLogger, type Logger } from '../logger.ts';
+import { parseWithSchema } from '../options/parse.ts';
+import type { Pressure } from '../batching/batch-queue.ts';
+import { parseGenerationOptions, type GenerationOptions } from '../pipelines/generation-options.ts';
+import type { ModelSpec } from '../pipelines/model-store.ts';
+import { GenerationStream } from './generation-stream.ts';
+import { GenerationThread } from './generation-thread.ts';
+import { compileSchedulerOptions, type SchedulerOptions } from './scheduler.ts';
+
+const engineSchema = z
+  .object({
+    /** Generation threads, each with its own session, cache and step loop. Default 1. */
+    threads: z.number().int().min(1).default(1),
+    /** ONNX Runtime threads inside each generation thread. Default: cores / threads. */
+    intraOpThreads: z.number().int().min(1).optional(),
+    /** Requests queued or running beyond which submit rejects (OverloadedError). Default 256. */
+    maxPending: z.number().int().min(1).default(256),
+  })
+  .strict();
+
+export interface GenerativeEngineOptions {
+  model: ModelSpec;
+  /** Defaults of every request; a request's own options override them field by field. */
+  generation?: GenerationOptions;
+  scheduler?: SchedulerOptions;
+  threads?: number;
+  intraOpThreads?: number;
+  maxPending?: number;
+  logger?: Logger;
+}
+
+export interface GenerateOptions {
+  generation?: GenerationOptions;
+  /** Milliseconds from now after which the request is cancelled wherever it is. */
+  timeoutMs?: number;
+  /** Aborting cancels the request (e.g. its partition was revoked). */
+  signal?: AbortSignal;
+}
+
+export class GenerativeEngine {
+  private readonly threads: GenerationThread[] = [];
+  private readonly maxPending: number;
+  private readonly listeners = new Set<(pressure: Pressure) => void>();
+  private nextId = 0;
+  private paused = false;
+  private closed = false;
+
+  private constructor(maxPending: number) {
+    this.maxPending = maxPending;
+  }
+
+  /** Validates the options and starts every thread with its model loaded. */
+  static async start(options: GenerativeEngineOptions): Promise<GenerativeEngine> {
+    const logger = options.logger ?? silentLogger;
+    const { threads, intraOpThreads, maxPending } = parseWithSchema(
+      engineSchema,
+      {
+        threads: options.threads,
+        intraOpThreads: options.intraOpThreads,
+        maxPending: options.maxPending,
+      },
+      'generative',
+    );
+    const limits = compileSchedulerOptions(options.scheduler, 'generative.scheduler');
+    const generation = options.generation ?? {};
+    parseGenerationOptions(generation, 'generative.generation');
+    const intra = intraOpThreads ?? Math.max(1, Math.floor(availableParallelism() / threads));
+    const setup = {
+      model: { ...options.model, runtime: { ...options.model.runtime, intraOpThreads: intra } },
+      generation,
+      limits,
+    };
+    const engine = new GenerativeEngine(maxPending);
+    for (let i = 0; i < threads; i += 1)
+      engine.threads.push(new GenerationThread(i, setup, logger, () => engine.updatePressure()));
+    try {
+      await Promise.all(engine.threads.map((t) => t.ready));
+    } catch (err) {
+      await Promise.all(engine.threads.map((t) => t.abort()));
+      throw err;
+    }
+    logger.info({ threads, intraOpThreads: intra, limits }, 'generative engine ready');
+    return engine;
+  }
+
+  /** Requests submitted and not yet finished, failed or cancelled. */
+  get pending(): number {
+    return this.threads.reduce((n, t) => n + t.load, 0);
+  }
+
+  /** 'pause' when pending reaches 3/4 of maxPending, 'resume' when it falls to 1/4. */
+  onPressure(listener: (pressure: Pressure) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  submit(input: unknown, options: GenerateOptions = {}): GenerationStream {
+    const stream = new GenerationStream(this.nextId++);
+    if (this.closed) {
+      stream.fail(new ClosedError('the generative engine is closed'));
+      return stream;
+    }
+    if (this.pending >= this.maxPending) {
+      stream.fail(
+        new OverloadedError(
+          `the generative engine holds ${this.pending} requests (maxPending ${this.maxPending}); retry later`,
+        ),
+      );
+      return stream;
+    }
+    const { signal } = options;
+    if (signal?.aborted === true) {
+      stream.fail(
+        new CancelledError('textGeneration: the request was cancelled before it started'),
+      );
+      return stream;
+    }
+    const thread = this.pick();
+    if (thread === undefined) {
+      stream.fail(new ClosedError('no generation thread is alive'));
+      return stream;
+    }
+    thread.submit(stream, {
+      kind: 'submit',
+      id: stream.id,
+      input,
+      options: options.generation,
+      deadlineAt: options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs,
+    });
+    if (signal !== undefined) {
+      const cancel = (): void => thread.cancel(stream.id, 'aborted');
+      signal.addEventListener('abort', cancel, { once: true });
+      void stream.result
+        .finally(() => signal.removeEventListener('abort', cancel))
+        .catch(() => undefined);
+    }
+    this.updatePressure();
+    return stream;
+  }
+
+  /** 'drain' finishes every submitted request first; 'abort' fails them and stops at once. */
+  async close(mode: 'drain' | 'abort' = 'drain'): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(this.threads.map((t) => (mode === 'drain' ? t.drain() : t.abort())));
+  }
+
+  private pick(): GenerationThread | undefined {
+    let best: GenerationThread | undefined;
+    for (const thread of this.threads) {
+      if (thread.alive && (best === undefined || thread.load < best.load)) best = thread;
+    }
+    return best;
+  }
+
+  private updatePressure(): void {
+    const pending = this.pending;
+    let next: Pressure | undefined;
+    if (!this.paused && pending >= Math.ceil(this.maxPending * 0.75)) next = 'pause';
+    else if (this.paused && pending <= Math.floor(this.maxPending / 4)) next = 'resume';
+    if (next === undefined) return;
+    this.paused = next === 'pause';
+    for (const listener of this.listeners) listener(next);
+  }
+}
