@@ -156,4 +156,43 @@ describe('Redis Streams reclaim (real Redis)', () => {
     expect(outputs.some((o) => o['value']?.includes('poison'))).toBe(false);
     expect(worker.counters()['classify']).toMatchObject({ written: 100, deadLettered: 1 });
   });
+
+  it('a worker restarted under the same consumer name first finishes its own pending entries', async () => {
+    const input = uniqueName('in');
+    const output = uniqueName('out');
+    const records = corpusRecords(200);
+    await client.xgroup('CREATE', input, GROUP, '0', 'MKSTREAM');
+    await append(
+      input,
+      records.map((r) => JSON.stringify(r)),
+    );
+    // The previous life of 'worker-1' read 120 entries and died; nobody else would claim them
+    // for a minute.
+    expect(await readAndDie(input, 'worker-1', 120)).toHaveLength(120);
+    const worker = await StreamWorker.start(
+      workerConfig(redisUrl, {
+        source: {
+          type: 'redis-stream',
+          stream: input,
+          group: GROUP,
+          consumer: 'worker-1',
+          claimIdleMs: 60_000,
+        },
+        sink: { type: 'redis-stream', stream: output },
+      }),
+      { logger: recordingLogger() },
+    );
+    closers.push(() => worker.stop(20_000));
+    await waitFor(
+      '200 outputs',
+      async () => (await client.xlen(output)) === records.length,
+      10_000,
+    );
+    await worker.stop(20_000);
+    expect(await pendingOf(input)).toEqual([]);
+    const ids = valuesOf(await client.xrange(output, '-', '+')).map(
+      (v) => (JSON.parse(v['value'] ?? '') as CorpusRecord).id,
+    );
+    expect(new Set(ids).size).toBe(200);
+  });
 });
