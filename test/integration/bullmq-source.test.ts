@@ -136,4 +136,35 @@ describe('BullMQ source -> BullMQ sink (real Redis)', () => {
     expect(outputs).toHaveLength(2_000);
     expect(await input.getJobCounts('failed')).toEqual({ failed: 0 });
   });
+
+  it('pauses on the batcher’s pressure signal and resumes: every job still completes', async () => {
+    const input = queueOf(uniqueName('in'));
+    const records = corpusRecords(1_000);
+    await enqueue(input, records);
+    const worker = await StreamWorker.start(
+      workerConfig(
+        redisUrl,
+        {
+          source: { type: 'bullmq', queue: input.name, concurrency: 128 },
+          sink: { type: 'bullmq-result' },
+        },
+        // A queue far smaller than the concurrency: the source is told to pause again and again.
+        { batching: { maxBatchSize: 8, maxWaitMs: 2, maxQueued: 16 } },
+      ),
+      { logger: recordingLogger() },
+    );
+    closers.push(() => worker.stop(20_000));
+    await waitFor('1,000 completed jobs', async () => {
+      const counts = await input.getJobCounts('completed');
+      return counts['completed'] === records.length;
+    });
+    await worker.stop(20_000);
+    expect(await input.getJobCounts('failed', 'active', 'waiting')).toMatchObject({
+      failed: 0,
+      active: 0,
+      waiting: 0,
+    });
+    const done = await input.getJobs(['completed'], 0, 2_000);
+    expect(new Set(done.map((j) => (j.returnvalue as Output).id)).size).toBe(1_000);
+  });
 });

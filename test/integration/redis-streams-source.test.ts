@@ -171,4 +171,31 @@ describe('Redis Streams source -> Redis Streams sink (real Redis)', () => {
       deadLettered: bad.length + 1,
     });
   });
+
+  it('stops reading under the batcher’s pressure signal and resumes: every entry is handled', async () => {
+    const input = uniqueName('in');
+    const output = uniqueName('out');
+    const records = corpusRecords(1_000);
+    await append(
+      input,
+      records.map((r) => JSON.stringify(r)),
+    );
+    const worker = await StreamWorker.start(
+      workerConfig(
+        redisUrl,
+        {
+          source: { type: 'redis-stream', stream: input, group: 'classifiers', count: 64 },
+          sink: { type: 'redis-stream', stream: output, maxLength: 100_000 },
+        },
+        { batching: { maxBatchSize: 8, maxWaitMs: 2, maxQueued: 16 } },
+      ),
+      { logger: recordingLogger() },
+    );
+    closers.push(() => worker.stop(20_000));
+    await waitFor('1,000 outputs', async () => (await client.xlen(output)) === records.length);
+    await worker.stop(20_000);
+    expect(await pendingCount(input, 'classifiers')).toBe(0);
+    const outputs = (await entriesOf(output)).map((e) => JSON.parse(e['value'] ?? '') as Output);
+    expect(new Set(outputs.map((o) => o.id)).size).toBe(1_000);
+  });
 });
