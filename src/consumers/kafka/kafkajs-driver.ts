@@ -92,7 +92,14 @@ export class KafkajsDriver implements KafkaDriver {
       transactionTimeout: options.transactionTimeoutMs,
     });
     return {
-      connect: () => producer.connect(),
+      connect: async () => {
+        await producer.connect();
+        // kafkajs registers the transactional id (InitProducerId, which fences an older holder
+        // and settles its open transaction) only at the first transaction(), not at connect().
+        // An empty transaction ends locally without a request to the broker.
+        const empty = await producer.transaction();
+        await empty.abort();
+      },
       transaction: async (): Promise<KafkaTransaction> => {
         const txn = await producer.transaction();
         return {

@@ -1,0 +1,55 @@
+// A stream worker as a real child process (`node src/cli/main.ts run --config <file>`), so that
+// tests can SIGKILL it mid-stream or SIGTERM it and check its exit code.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code (or the signal's name) when the process ends. */
+  exited: Promise<number | string>;
+  output: () => string;
+}
+
+/** Writes the config as YAML (JSON is YAML) and starts the CLI on it. */
+export function startWorkerProcess(config: Record<string, unknown>): WorkerProcess {
+  const dir = mkdtempSync(join(tmpdir(), 'hugot-worker-'));
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'src', 'cli', 'main.ts'), 'run', '--config', file],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HUGOT_LOG_LEVEL: 'info' },
+    },
+  );
+  let log = '';
+  const keep = (chunk: Buffer): void => {
+    log = (log + chunk.toString()).slice(-20_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
+  return { child, exited, output: () => log };
+}
+
+/** Polls until `check` is true, failing after `timeoutMs`. */
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
