@@ -59,7 +59,7 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka DLQ, %s', (mode
     const messages = good.map((r) => ({
       partition: 0,
       key: r.id,
-      value: JSON.stringify(r) as Buffer | string,
+      value: JSON.stringify(r),
       headers: { trace: r.id },
     }));
     BAD.forEach((bad, i) =>
