@@ -48,7 +48,7 @@ log(`model ${modelPath}, ${count} records`);
 // 1. In-process: every record submitted at once to a warmed engine.
 const engine = await Engine.start({
   models: { minilm: { path: modelPath } },
-  pipelines: { embed: pipeline } as never,
+  pipelines: { embed: pipeline },
 });
 await Promise.all(warmup.map((r) => engine.submit('embed', r.text)));
 let t = performance.now();

@@ -56,7 +56,12 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka DLQ, %s', (mode
     ]);
     const good = corpusRecords(200);
     // Bad records sit between good ones, so a stall after the first one would show.
-    const messages = good.map((r) => ({
+    const messages: {
+      partition: number;
+      key: string;
+      value: Buffer | string;
+      headers: Record<string, string>;
+    }[] = good.map((r) => ({
       partition: 0,
       key: r.id,
       value: JSON.stringify(r),
