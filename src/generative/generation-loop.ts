@@ -10,9 +10,9 @@
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
 import type { GenerationOptions } from '../pipelines/generation-options.ts';
 import { GenerationProgress } from '../pipelines/generation-progress.ts';
-import { emptyKvState, runStep, type KvState } from '../pipelines/kv-cache.ts';
+import { emptyKvState, runStep } from '../pipelines/kv-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/text-generation.ts';
-import { assembleRows } from './kv-batch.ts';
+import { formGroups, type DecodeGroup } from './decode-groups.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
 import { Sequence, type CancelReason } from './sequence.ts';
@@ -29,16 +29,14 @@ export class GenerationLoop {
   private readonly scheduler: Scheduler<Sequence>;
   private readonly now: () => number;
   private readonly byId = new Map<number, Sequence>();
-  /** The decode batch: `rows[r]` owns row r of `batch`. */
-  private rows: Sequence[] = [];
-  private batch: KvState;
+  /** The decoding sequences, in length groups that each run as one batch. */
+  private groups: DecodeGroup<Sequence>[] = [];
   private readonly decodeText: (ids: readonly number[]) => Promise<string>;
 
   constructor(pipeline: TextGenerationPipeline, limits: SchedulerLimits, now = Date.now) {
     this.pipeline = pipeline;
     this.scheduler = new Scheduler<Sequence>(limits);
     this.now = now;
-    this.batch = emptyKvState(pipeline.layout, 0);
     this.decodeText = (ids) => pipeline.decode(ids);
   }
 
@@ -51,7 +49,7 @@ export class GenerationLoop {
       waiting: this.scheduler.waitingCount,
       active: this.scheduler.activeCount,
       reservedKvTokens: this.scheduler.reservedKvTokens,
-      batchKvTokens: this.batch.batch * this.batch.pastLength,
+      batchKvTokens: this.groups.reduce((n, g) => n + g.state.batch * g.state.pastLength, 0),
     };
   }
 
@@ -100,8 +98,7 @@ export class GenerationLoop {
       .map((seq): SequenceEvent => ({ kind: 'failed', id: seq.id, error: serializeError(error) }));
     for (const seq of this.scheduler.all()) this.scheduler.remove(seq);
     this.byId.clear();
-    this.rows = [];
-    this.batch = emptyKvState(this.pipeline.layout, 0);
+    this.groups = [];
     return events;
   }
 
@@ -139,20 +136,21 @@ export class GenerationLoop {
   }
 
   private async decode(events: SequenceEvent[], leaving: Set<Sequence>): Promise<void> {
-    const rows = this.rows;
-    try {
-      const step = await runStep(this.pipeline.model.session, this.pipeline.layout, this.batch, {
-        ids: rows.map((seq) => [seq.lastToken]),
-      });
-      this.batch = step.state;
-      for (const [r, seq] of rows.entries()) {
-        if (await this.accept(seq, step.logits[r] as Float32Array, events)) leaving.add(seq);
-      }
-    } catch (err) {
-      for (const seq of rows) {
-        if (leaving.has(seq)) continue;
-        this.fail(seq, err, events);
-        leaving.add(seq);
+    for (const group of this.groups) {
+      try {
+        const step = await runStep(this.pipeline.model.session, this.pipeline.layout, group.state, {
+          ids: group.rows.map((seq) => [seq.lastToken]),
+        });
+        group.state = step.state;
+        for (const [r, seq] of group.rows.entries()) {
+          if (await this.accept(seq, step.logits[r] as Float32Array, events)) leaving.add(seq);
+        }
+      } catch (err) {
+        for (const seq of group.rows) {
+          if (leaving.has(seq)) continue;
+          this.fail(seq, err, events);
+          leaving.add(seq);
+        }
       }
     }
   }
@@ -193,7 +191,7 @@ export class GenerationLoop {
           : new CancelledError(
               `textGeneration: the request was cancelled after ${seq.progress.generatedTokens} tokens`,
             );
-      if (this.rows.includes(seq)) leaving.add(seq);
+      if (this.groups.some((g) => g.rows.includes(seq))) leaving.add(seq);
       this.fail(seq, error, events);
     }
   }
@@ -209,20 +207,20 @@ export class GenerationLoop {
     seq.kv = undefined;
   }
 
-  /** The one copy of the batch cache: survivors keep their order, newcomers go at the end. */
+  /** The one copy of the decode cache per step: leavers dropped, joiners in, groups re-cut. */
   private regroup(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
-    const kept = this.rows.flatMap((seq, row) =>
-      leaving.has(seq) ? [] : [{ seq, ref: { state: this.batch, row } }],
+    const members = this.groups.flatMap((group) =>
+      group.rows.flatMap((seq, row) =>
+        leaving.has(seq) ? [] : [{ seq, ref: { state: group.state, row } }],
+      ),
     );
-    const joined = joining.flatMap((seq) =>
-      seq.kv === undefined ? [] : [{ seq, ref: { state: seq.kv, row: 0 } }],
-    );
-    const all = [...kept, ...joined];
-    this.batch = assembleRows(
+    for (const seq of joining)
+      if (seq.kv !== undefined) members.push({ seq, ref: { state: seq.kv, row: 0 } });
+    this.groups = formGroups(
       this.pipeline.layout,
-      all.map((e) => e.ref),
+      members,
+      this.scheduler.limits.decodeRunCostTokens,
     );
-    this.rows = all.map((e) => e.seq);
     for (const seq of joining) seq.kv = undefined;
   }
 }

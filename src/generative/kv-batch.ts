@@ -50,7 +50,7 @@ export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvSta
 }
 
 /** The row's cached columns from its first real token on: what must survive a re-assembly. */
-function realSpan(state: KvState, row: number): number {
+export function realSpan(state: KvState, row: number): number {
   const mask = state.attentionMask[row] ?? [];
   const first = mask.indexOf(1);
   return first < 0 ? 0 : state.pastLength - first;

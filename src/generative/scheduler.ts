@@ -16,6 +16,12 @@ export const schedulerOptionsSchema = z
     maxKvTokens: z.number().int().min(1).default(16_384),
     /** Tokens one step processes: one per decoding sequence plus prompt chunks. Default 256. */
     stepTokens: z.number().int().min(2).default(256),
+    /**
+     * What one more decode run costs, in cached token-rows: decoding rows are split into
+     * length groups when that saves more padding than this. 0 splits at every length; a huge
+     * value keeps one batch. Default 512 (measured on the ~100M model, docs/generative.md).
+     */
+    decodeRunCostTokens: z.number().int().min(0).default(512),
   })
   .strict()
   .refine((o) => o.stepTokens > o.maxActive, {

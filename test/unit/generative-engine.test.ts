@@ -14,6 +14,7 @@ import {
 } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import type { StreamEvent } from '../../src/generative/generation-stream.ts';
+import { cutPoints } from '../../src/generative/decode-groups.ts';
 import { compileSchedulerOptions, Scheduler } from '../../src/generative/scheduler.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'llama-causal-lm');
@@ -186,5 +187,21 @@ describe('Scheduler', () => {
     s.plan();
     expect(s.waitingCount).toBe(1);
     expect(s.reservedKvTokens).toBe(16);
+  });
+});
+
+describe('decode groups', () => {
+  it('splits rows by cached length only when the padding saved beats a run', () => {
+    expect(cutPoints([10, 12, 300], 100)).toEqual([
+      [0, 2],
+      [2, 3],
+    ]);
+    // Saving 2 x 288 padded token-rows is not worth a run that costs 1000.
+    expect(cutPoints([10, 12, 300], 1000)).toEqual([[0, 3]]);
+    expect(cutPoints([5, 5, 9], 0)).toEqual([
+      [0, 2],
+      [2, 3],
+    ]);
+    expect(cutPoints([], 10)).toEqual([]);
   });
 });
