@@ -110,6 +110,47 @@ routes:
     });
   });
 
+  it('dead-letters an input the model refuses at the inference stage, between good ones', async () => {
+    const input = join(dir, 'masks.jsonl');
+    const texts = [
+      'The [MASK] is late.',
+      'no mask here',
+      'Send the [MASK] today.',
+      'A [MASK] offer.',
+    ];
+    await writeFile(input, texts.map((text, i) => JSON.stringify({ id: i, text })).join('\n'));
+    const config = parseConfigText(
+      `
+models: { mlm: { path: ${JSON.stringify(join(ROOT, 'test', 'fixtures', 'models', 'bert-fill-mask'))} } }
+pipelines: { fill: { task: fillMask, model: mlm, options: { topK: 1 } } }
+routes:
+  - source: { type: file, path: ${JSON.stringify(input)} }
+    pipeline: fill
+    sink: { type: file, path: ${JSON.stringify(join(dir, 'masks-out.jsonl'))} }
+    dlq: { type: file, path: ${JSON.stringify(join(dir, 'masks-dlq.jsonl'))} }
+`,
+      {},
+    );
+    const worker = await StreamWorker.start(config, { logger: silentLogger });
+    await worker.finished;
+    await worker.stop(10_000);
+    const out = (await readFile(join(dir, 'masks-out.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number });
+    expect(out.map((r) => r.id)).toEqual([0, 2, 3]);
+    const [dead] = (await readFile(join(dir, 'masks-dlq.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { value: string; headers: Record<string, string> });
+    expect(dead?.value).toBe(JSON.stringify({ id: 1, text: 'no mask here' }));
+    expect(dead?.headers).toMatchObject({
+      'hugot.error.stage': 'inference',
+      'hugot.error.code': 'INPUT_INVALID',
+      'hugot.error.origin.line': '2',
+    });
+  });
+
   it("is what the README's first command runs: the demo config on the committed model", async () => {
     const output = join(dir, 'demo.jsonl');
     const { stderr } = await promisify(execFile)(
