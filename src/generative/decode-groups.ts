@@ -1,7 +1,7 @@
 // The decode batch as a few left-padded groups instead of one. A decode step's cost on this
 // export grows with rows x padded past length (the graph concatenates and copies the whole cache
 // every step), so one long row would make every short row pay for its length. Measured on the
-// ~100M model (docs/generative.md), one more session.run costs about as much as ~500 cached
+// ~100M model (docs/generative.md), one more session.run costs about as much as ~1000 cached
 // token-rows; rows sorted by cached length are cut into the groups that minimise
 // sum(runCost + rows x longest span), an exact dynamic programme over at most maxActive rows.
 import type { KvLayout, KvState } from '../pipelines/kv-cache.ts';

@@ -15,7 +15,17 @@ import type {
   ToWorker,
 } from './protocol.ts';
 
-const WORKER_FILE = fileURLToPath(new URL('./generation-worker.ts', import.meta.url));
+export const GENERATION_WORKER = fileURLToPath(new URL('./generation-worker.ts', import.meta.url));
+
+export interface GenerationThreadOptions {
+  setup: GenerationWorkerSetup;
+  logger: Logger;
+  /** Called whenever requests settle (pressure may have changed). */
+  onSettled: () => void;
+  /** Called once when the thread exits without being asked to. */
+  onCrash: () => void;
+  workerFile?: string;
+}
 
 export class GenerationThread {
   readonly index: number;
@@ -29,11 +39,14 @@ export class GenerationThread {
   private stopping = false;
   lastStats: LoopStats = { waiting: 0, active: 0, reservedKvTokens: 0, batchKvTokens: 0 };
 
-  constructor(index: number, setup: GenerationWorkerSetup, logger: Logger, onSettled: () => void) {
+  constructor(index: number, options: GenerationThreadOptions) {
     this.index = index;
-    this.logger = logger;
-    this.onSettled = onSettled;
-    this.worker = new Worker(WORKER_FILE, { workerData: setup, name: `generation-${index}` });
+    this.logger = options.logger;
+    this.onSettled = options.onSettled;
+    this.worker = new Worker(options.workerFile ?? GENERATION_WORKER, {
+      workerData: options.setup,
+      name: `generation-${index}`,
+    });
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on('message', (message: FromWorker) => {
         if (message.kind === 'ready') resolve();
@@ -55,6 +68,7 @@ export class GenerationThread {
         reject(error);
         this.failAll(error);
         this.drained?.();
+        if (!this.stopping) options.onCrash();
       });
     });
     this.ready.catch(() => undefined);

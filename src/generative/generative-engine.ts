@@ -34,6 +34,8 @@ export interface GenerativeEngineOptions {
   intraOpThreads?: number;
   maxPending?: number;
   logger?: Logger;
+  /** The generation thread module (tests substitute one that crashes). */
+  workerFile?: string;
 }
 
 export interface GenerateOptions {
@@ -51,6 +53,8 @@ export class GenerativeEngine {
   private nextId = 0;
   private paused = false;
   private closed = false;
+  /** Crashed threads are replaced only once start() succeeded. */
+  private running = false;
 
   private constructor(maxPending: number) {
     this.maxPending = maxPending;
@@ -78,14 +82,27 @@ export class GenerativeEngine {
       limits,
     };
     const engine = new GenerativeEngine(maxPending);
-    for (let i = 0; i < threads; i += 1)
-      engine.threads.push(new GenerationThread(i, setup, logger, () => engine.updatePressure()));
+    const spawn = (i: number): GenerationThread =>
+      new GenerationThread(i, {
+        setup,
+        logger,
+        ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+        onSettled: () => engine.updatePressure(),
+        // A dead thread's requests have failed; a fresh thread takes the next ones.
+        onCrash: () => {
+          if (engine.closed || !engine.running) return;
+          logger.warn({ thread: i }, 'generation thread died; starting a new one');
+          engine.threads[i] = spawn(i);
+        },
+      });
+    for (let i = 0; i < threads; i += 1) engine.threads.push(spawn(i));
     try {
       await Promise.all(engine.threads.map((t) => t.ready));
     } catch (err) {
       await Promise.all(engine.threads.map((t) => t.abort()));
       throw err;
     }
+    engine.running = true;
     logger.info({ threads, intraOpThreads: intra, limits }, 'generative engine ready');
     return engine;
   }

@@ -19,9 +19,9 @@ export const schedulerOptionsSchema = z
     /**
      * What one more decode run costs, in cached token-rows: decoding rows are split into
      * length groups when that saves more padding than this. 0 splits at every length; a huge
-     * value keeps one batch. Default 512 (measured on the ~100M model, docs/generative.md).
+     * value keeps one batch. Default 1024 (measured on the ~100M model, docs/generative.md).
      */
-    decodeRunCostTokens: z.number().int().min(0).default(512),
+    decodeRunCostTokens: z.number().int().min(0).default(1024),
   })
   .strict()
   .refine((o) => o.stepTokens > o.maxActive, {

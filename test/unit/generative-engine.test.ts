@@ -11,6 +11,7 @@ import {
   DeadlineExceededError,
   InputError,
   OverloadedError,
+  WorkerCrashedError,
 } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import type { StreamEvent } from '../../src/generative/generation-stream.ts';
@@ -123,6 +124,28 @@ describe('GenerativeEngine pressure and close', () => {
     for (const s of streams) expect((await s.result).generatedTokens).toBe(8);
     expect(signals).toEqual(['pause', 'resume']);
     await expect(engine.submit('Hello there').result).rejects.toBeInstanceOf(ClosedError);
+  });
+
+  it('a crashed thread fails its requests and is replaced for the next ones', async () => {
+    const engine = await GenerativeEngine.start({
+      model: { path: MODEL },
+      intraOpThreads: 1,
+      workerFile: join(
+        import.meta.dirname,
+        '..',
+        'fixtures',
+        'workers',
+        'crashing-generation-worker.ts',
+      ),
+    });
+    const victim = engine.submit('Hello there', {
+      generation: { maxNewTokens: 500, minNewTokens: 500 },
+    });
+    engine.submit('__crash__');
+    await expect(victim.result).rejects.toBeInstanceOf(WorkerCrashedError);
+    const after = await engine.submit('Hello there', { generation: { maxNewTokens: 24 } }).result;
+    expect(after.tokenIds).toEqual(goldens[0]?.new_ids);
+    await engine.close('drain');
   });
 
   it('abort fails what is in flight', async () => {
