@@ -27,6 +27,11 @@ const ARRIVAL_MS = env('BENCH_ARRIVAL_MS', 2000);
 const STATIC_BATCH = env('BENCH_STATIC_BATCH', 8);
 const SEQUENTIAL = Math.min(REQUESTS, env('BENCH_SEQUENTIAL', 8));
 const THREADS = env('BENCH_INTRA_OP_THREADS', availableParallelism());
+// Generation threads of the engine, the cores split between them. One loop per core with
+// single-threaded kernels is the engine's CPU layout (as for encoder shards): the cache copies of
+// a step are single-threaded, so two loops overlap what intra-op threads cannot. The baselines
+// are single loops by definition and get all cores as intra-op threads instead.
+const ENGINE_THREADS = env('BENCH_ENGINE_THREADS', availableParallelism());
 const LENGTHS = [16, 48, 96, 160, 256];
 const OPTIONS = { maxNewTokens: NEW_TOKENS, minNewTokens: NEW_TOKENS };
 
@@ -127,11 +132,17 @@ async function staticBatches(): Promise<Summary> {
 async function engine(): Promise<Summary> {
   const generative = await GenerativeEngine.start({
     model: { path: MODEL },
-    intraOpThreads: THREADS,
+    threads: ENGINE_THREADS,
+    intraOpThreads: Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
     scheduler: { maxActive: 32, stepTokens: 256, maxKvTokens: 32 * (256 + NEW_TOKENS + 32) },
   });
   // Warm the thread's session (first-run allocations) before the clock starts, as the others are.
-  await generative.submit('warm up', { generation: { maxNewTokens: 2 } }).result;
+  await Promise.all(
+    Array.from(
+      { length: ENGINE_THREADS },
+      () => generative.submit('warm up', { generation: { maxNewTokens: 2 } }).result,
+    ),
+  );
   const started = performance.now();
   const traces = await Promise.all(
     prompts.map(async (prompt, i) => {
@@ -143,7 +154,11 @@ async function engine(): Promise<Summary> {
     }),
   );
   await generative.close('drain');
-  return summarize('engine', traces, started);
+  return summarize(
+    `engine(${ENGINE_THREADS} thread${ENGINE_THREADS > 1 ? 's' : ''})`,
+    traces,
+    started,
+  );
 }
 
 function summarize(mode: string, traces: Trace[], started: number): Summary {
@@ -183,6 +198,7 @@ console.log(
     newTokens: NEW_TOKENS,
     arrivalMs: ARRIVAL_MS,
     intraOpThreads: THREADS,
+    engineThreads: ENGINE_THREADS,
     sequentialSample: SEQUENTIAL,
   }),
 );
