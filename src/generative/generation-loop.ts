@@ -91,17 +91,6 @@ export class GenerationLoop {
     if (seq !== undefined) seq.cancelled ??= reason;
   }
 
-  /** Fails every request still here (abort); the loop is empty afterwards. */
-  failAll(error: unknown): SequenceEvent[] {
-    const events = this.scheduler
-      .all()
-      .map((seq): SequenceEvent => ({ kind: 'failed', id: seq.id, error: serializeError(error) }));
-    for (const seq of this.scheduler.all()) this.scheduler.remove(seq);
-    this.byId.clear();
-    this.groups = [];
-    return events;
-  }
-
   /** One engine step; its token, done and failed events in order. Nothing to do: []. */
   async step(): Promise<SequenceEvent[]> {
     const events: SequenceEvent[] = [];

@@ -118,7 +118,7 @@ export class Scheduler<S extends Schedulable> {
     if (remove(this.prefilling, seq) || remove(this.decoding, seq)) this.reserved -= seq.kvReserve;
   }
 
-  /** Every sequence, waiting or active, e.g. to fail them all on abort. */
+  /** Every sequence, waiting or active (to find the cancelled and the expired). */
   all(): S[] {
     return [...this.waiting, ...this.prefilling, ...this.decoding];
   }
