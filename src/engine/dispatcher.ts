@@ -19,10 +19,18 @@ export interface DispatchStats {
   realTokens: number;
   /** Sum of each batch's longest length times its rows: what the model computes on. */
   paddedTokens: number;
+  /** Sum of the batches' compute time inside the inference threads, in milliseconds. */
+  computeMs: number;
 }
 
 export class Dispatcher {
-  readonly stats: DispatchStats = { batches: 0, items: 0, realTokens: 0, paddedTokens: 0 };
+  readonly stats: DispatchStats = {
+    batches: 0,
+    items: 0,
+    realTokens: 0,
+    paddedTokens: 0,
+    computeMs: 0,
+  };
   private readonly queues: Map<string, BatchQueue<Pending>>;
   private readonly shards: readonly Shard[];
   private readonly now: () => number;
@@ -117,7 +125,10 @@ export class Dispatcher {
         batch.map((item) => item.payload.input),
       )
       .then(
-        ({ outputs }) => batch.forEach((item, i) => item.payload.resolve(outputs[i])),
+        ({ outputs, computeMs }) => {
+          this.stats.computeMs += computeMs;
+          batch.forEach((item, i) => item.payload.resolve(outputs[i]));
+        },
         (error: unknown) => this.failed(shard, pipeline, batch, error),
       )
       .finally(() => {
@@ -130,7 +141,12 @@ export class Dispatcher {
    * One input a pipeline refuses (an InputError) fails its whole batch. Its batch mates deserve
    * better: the batch is split and each input runs alone, so only the culprit fails.
    */
-  private failed(shard: Shard, pipeline: string, batch: QueueItem<Pending>[], error: unknown): Promise<void> | void {
+  private failed(
+    shard: Shard,
+    pipeline: string,
+    batch: QueueItem<Pending>[],
+    error: unknown,
+  ): Promise<void> | void {
     if (batch.length === 1 || !(error instanceof InputError)) {
       for (const item of batch) item.payload.reject(error);
       return;

@@ -17,7 +17,14 @@ export interface CostContext {
 export async function inputCost(input: unknown, context: CostContext): Promise<InputCost> {
   const { tokenizer } = context;
   if (tokenizer === undefined) return { tokens: 1, rows: 1 };
-  const max = tokenizer.maxLength ?? Number.POSITIVE_INFINITY;
+  // featureExtraction may truncate below the tokenizer's limit (sentence-transformers' 256); the
+  // batch budget must see the length the worker will actually run, or long inputs look twice
+  // their size and batches come out half full.
+  const truncateAt =
+    context.task === 'featureExtraction' && typeof context.options['maxLength'] === 'number'
+      ? context.options['maxLength']
+      : Number.POSITIVE_INFINITY;
+  const max = Math.min(tokenizer.maxLength ?? Number.POSITIVE_INFINITY, truncateAt);
   const length = async (text: string, pair?: string): Promise<number> => {
     const [encoded] = await tokenizer.encode([pair === undefined ? text : [text, pair]], {
       truncation: false,
