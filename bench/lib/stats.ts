@@ -1,6 +1,4 @@
 // Small numeric helpers for the benchmark report.
-import { performance } from 'node:perf_hooks';
-
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -11,13 +9,6 @@ export function percentile(values: readonly number[], p: number): number {
 export function round(value: number, digits = 3): number {
   const scale = 10 ** digits;
   return Math.round(value * scale) / scale;
-}
-
-/** Runs `work` and returns its records per second over `records` records. */
-export async function throughput(records: number, work: () => Promise<void>): Promise<number> {
-  const started = performance.now();
-  await work();
-  return records / ((performance.now() - started) / 1000);
 }
 
 export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
