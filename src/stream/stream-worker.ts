@@ -55,9 +55,7 @@ export class StreamWorker {
       // Batching and shard options are validated field by field when the engine starts.
       pipelines: config.pipelines as EngineOptions['pipelines'],
       shards: config.shards as EngineOptions['shards'] & object,
-      ...(config.batching !== undefined
-        ? { batching: config.batching }
-        : {}),
+      ...(config.batching !== undefined ? { batching: config.batching } : {}),
       logger,
       ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
     });

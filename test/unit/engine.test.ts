@@ -1,6 +1,11 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, DeadlineExceededError, InputError, UnknownPipelineError } from '../../src/errors.ts';
+import {
+  ConfigError,
+  DeadlineExceededError,
+  InputError,
+  UnknownPipelineError,
+} from '../../src/errors.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { createHugot, type Hugot } from '../../src/hugot.ts';
 import type { LabelScore } from '../../src/pipelines/text-classification.ts';
@@ -65,9 +70,19 @@ describe('engine: submit over batcher and worker threads', () => {
   });
 
   it('fails only the input a pipeline refuses, not its batch mates', async () => {
-    const inputs = ['The [MASK] is here.', 'no mask token at all', 'Send the [MASK] now.', 'A [MASK] day.'];
+    const inputs = [
+      'The [MASK] is here.',
+      'no mask token at all',
+      'Send the [MASK] now.',
+      'A [MASK] day.',
+    ];
     const results = await Promise.allSettled(inputs.map((t) => engine.submit('fill', t)));
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(InputError);
   });
 
