@@ -3,6 +3,7 @@
 // Each partition writes its outputs in input order and commits the offset after its longest
 // prefix of written records: every commitIntervalMs and at stop (at-least-once), or inside the
 // partition's transaction with its outputs (exactly-once, see exactly-once.ts).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { SourceConfig } from '../../config/schema.ts';
 import { ConfigError } from '../../errors.ts';
 import { KafkaSink } from '../../sinks/kafka-sink.ts';
@@ -139,12 +140,33 @@ export class KafkaSource implements Source {
     const transactions = this.transactions as TransactionCommitter;
     await old?.committing?.catch(() => undefined);
     await transactions.acquire(lane.tp);
-    const committed = await this.consumer.committed(lane.tp.topic);
-    const mine = committed.find((c) => c.partition === lane.tp.partition);
-    if (mine !== undefined && BigInt(mine.offset) >= 0n) {
-      lane.floor = BigInt(mine.offset);
-      lane.committed = mine.offset;
+    const floor = await this.settledCommit(lane.tp);
+    if (floor !== undefined) {
+      lane.floor = floor;
+      lane.committed = floor.toString();
     }
+  }
+
+  /**
+   * kafkajs cannot ask for stable offsets (KIP-447's require_stable), so the offsets of a
+   * transaction a fenced worker committed just before it died may not be visible at the first
+   * read: reading a stale one would process that transaction's records again. Read until two
+   * reads a moment apart agree, keeping the highest.
+   */
+  private async settledCommit(tp: TopicPartition): Promise<bigint | undefined> {
+    const read = async (): Promise<bigint | undefined> => {
+      const committed = await this.consumer.committed(tp.topic);
+      const mine = committed.find((c) => c.partition === tp.partition);
+      return mine !== undefined && BigInt(mine.offset) >= 0n ? BigInt(mine.offset) : undefined;
+    };
+    let best = await read();
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      await sleep(250);
+      const again = await read();
+      if (again === best) return best;
+      if (again !== undefined && (best === undefined || again > best)) best = again;
+    }
+    return best;
   }
 
   private take(batch: DriverBatch): void {
