@@ -16,7 +16,9 @@ export async function runWorker(
     for (const signal of ['SIGTERM', 'SIGINT'] as const)
       process.once(signal, () => resolve(signal));
   });
+  const stopProgress = showProgress(() => worker.counters());
   const reason = await Promise.race([worker.finished.then(() => 'end of input'), stopSignal]);
+  stopProgress();
   logger.info({ reason }, 'stopping');
   let exitCode = 0;
   try {
@@ -30,6 +32,30 @@ export async function runWorker(
   }
   out(summary(worker.counters(), performance.now() - started));
   return exitCode;
+}
+
+/** A one-line progress display on a terminal; nothing when standard error is a file or a pipe. */
+function showProgress(counters: () => Record<string, RouteCounters>): () => void {
+  if (process.stderr.isTTY !== true) return () => undefined;
+  const started = performance.now();
+  const timer = setInterval(() => {
+    const totals = Object.values(counters()).reduce(
+      (sum, c) => ({
+        done: sum.done + c.written + c.deadLettered,
+        dead: sum.dead + c.deadLettered,
+      }),
+      { done: 0, dead: 0 },
+    );
+    const rate = totals.done / Math.max((performance.now() - started) / 1000, 1e-3);
+    process.stderr.write(
+      `\r${totals.done} records done (${totals.dead} dead-lettered), ${rate.toFixed(1)}/s   `,
+    );
+  }, 250);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    process.stderr.write('\r\x1b[K');
+  };
 }
 
 function summary(counters: Record<string, RouteCounters>, elapsedMs: number): string {
