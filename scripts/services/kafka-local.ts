@@ -122,12 +122,12 @@ export async function startKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
       classpath,
       'kafka.tools.StorageTool',
       'format',
-      '-t',
-      newClusterId(),
-      '-c',
+      // The '=' form: a base64url id may start with '-', which would read as another option.
+      `--cluster-id=${newClusterId()}`,
+      '--config',
       propsFile,
     ],
-    { stdio: 'ignore' },
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   const heap = `${opts.heapMb ?? 768}m`;
   const proc = startLogged(
