@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { configSchema, type WorkerConfig } from '../../src/config/schema.ts';
 import { createHugot } from '../../src/hugot.ts';
 import type { Logger } from '../../src/logger.ts';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const CLS_MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');
@@ -96,4 +99,31 @@ export async function waitFor(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * What a test opened, closed after it, newest first. The returned array is pushed to by the
+ * test; an afterEach empties it.
+ */
+export function useClosers(): (() => Promise<unknown>)[] {
+  const closers: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  return closers;
+}
+
+/** A BullMQ queue on its own connection, closed with the test's other resources. */
+export function openQueue(
+  redisUrl: string,
+  name: string,
+  closers: (() => Promise<unknown>)[],
+): Queue {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(name, { connection });
+  closers.push(async () => {
+    await queue.close();
+    await connection.quit();
+  });
+  return queue;
 }

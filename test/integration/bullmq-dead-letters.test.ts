@@ -1,8 +1,7 @@
 // BullMQ refusals and exhausted attempts: dead letters with the job's data and the reason, while
 // the worker keeps processing good jobs.
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { describe, expect, inject, it } from 'vitest';
+import type { Queue } from 'bullmq';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
   corpusRecords,
@@ -10,24 +9,15 @@ import {
   SCRIPTED_WORKER,
   waitFor,
   workerConfig,
+  useClosers,
+  openQueue,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const redisUrl = inject('redisUrl');
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = useClosers();
 
-function queueOf(name: string): Queue {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue(name, { connection });
-  closers.push(async () => {
-    await queue.close();
-    await connection.quit();
-  });
-  return queue;
-}
+const queueOf = (name: string): Queue => openQueue(redisUrl, name, closers);
 
 interface Envelope {
   key: string | null;

@@ -1,7 +1,6 @@
 // The BullMQ source and sink end to end: real Redis, the real tiny classifier, real e-mail text.
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { describe, expect, inject, it } from 'vitest';
+import type { Queue } from 'bullmq';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
   corpusRecords,
@@ -11,24 +10,15 @@ import {
   waitFor,
   workerConfig,
   type CorpusRecord,
+  useClosers,
+  openQueue,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const redisUrl = inject('redisUrl');
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = useClosers();
 
-function queueOf(name: string): Queue {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue(name, { connection });
-  closers.push(async () => {
-    await queue.close();
-    await connection.quit();
-  });
-  return queue;
-}
+const queueOf = (name: string): Queue => openQueue(redisUrl, name, closers);
 
 async function enqueue(queue: Queue, records: readonly unknown[]): Promise<void> {
   for (let i = 0; i < records.length; i += 1000) {

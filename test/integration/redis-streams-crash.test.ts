@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
@@ -14,16 +14,14 @@ import {
   waitFor,
   workerConfig,
   type CorpusRecord,
+  useClosers,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const redisUrl = inject('redisUrl');
 const client = new Redis(redisUrl);
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = useClosers();
 afterAll(async () => {
   await client.quit();
 });

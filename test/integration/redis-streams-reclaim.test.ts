@@ -1,6 +1,6 @@
 // Redis Streams recovery: entries a dead consumer left pending are reclaimed (XAUTOCLAIM) and
 // processed by a live worker, and an entry delivered too often goes to the DLQ unprocessed.
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
@@ -9,15 +9,13 @@ import {
   waitFor,
   workerConfig,
   type CorpusRecord,
+  useClosers,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const redisUrl = inject('redisUrl');
 const client = new Redis(redisUrl);
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = useClosers();
 afterAll(async () => {
   await client.quit();
 });

@@ -1,5 +1,5 @@
 // The Redis Streams source and sink end to end: real Redis, the real tiny classifier, real text.
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
@@ -10,15 +10,13 @@ import {
   waitFor,
   workerConfig,
   type CorpusRecord,
+  useClosers,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const redisUrl = inject('redisUrl');
 const client = new Redis(redisUrl);
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = useClosers();
 afterAll(async () => {
   await client.quit();
 });
