@@ -64,6 +64,38 @@ async function expectCommittedAtEnd(groupId: string, input: string): Promise<voi
   for (const [p, end] of ends) expect(committed.get(p), `partition ${p}`).toBe(end);
 }
 
+/**
+ * The end of every delivery scenario: the survivor commits the whole input, every input id is in
+ * the output (once, in exactly-once mode), and the survivor exits 0 on SIGTERM.
+ */
+async function finishAndCheck(
+  scenario: string,
+  mode: 'at-least-once' | 'exactly-once',
+  survivor: ReturnType<typeof startWorkerProcess>,
+  run: { input: string; output: string; groupId: string; records: readonly unknown[] },
+): Promise<void> {
+  await waitFor(
+    'the group to commit the whole input',
+    () => committedAtEnd(run.groupId, run.input),
+    100_000,
+  );
+  const outputs = await kit.readAll(run.output, {
+    count: run.records.length,
+    readCommitted: mode === 'exactly-once',
+    quietMs: 3000,
+    timeoutMs: 100_000,
+  });
+  survivor.child.kill('SIGTERM');
+  expect(await survivor.exited, survivor.output()).toBe(0);
+  const { unique, duplicates } = idsOf(outputs);
+  process.stdout.write(
+    `[kafka ${mode}] ${scenario}: ${unique.size} ids, ${duplicates} duplicates\n`,
+  );
+  expect(unique.size).toBe(run.records.length);
+  if (mode === 'exactly-once') expect(duplicates).toBe(0);
+  await expectCommittedAtEnd(run.groupId, run.input);
+}
+
 describe.each(['at-least-once', 'exactly-once'] as const)('Kafka delivery, %s', (mode) => {
   it('kill -9 mid-stream, then a restart: nothing is lost', { timeout: 150_000 }, async () => {
     const { input, output, groupId, records } = await setUp(4000);
@@ -85,25 +117,7 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka delivery, %s', 
     expect(await first.exited).toBe('SIGKILL');
 
     const second = startWorkerProcess(config);
-    await waitFor(
-      'the group to commit the whole input',
-      () => committedAtEnd(groupId, input),
-      100_000,
-    );
-    const outputs = await kit.readAll(output, {
-      count: records.length,
-      readCommitted: mode === 'exactly-once',
-      quietMs: 3000,
-      timeoutMs: 100_000,
-    });
-    second.child.kill('SIGTERM');
-    expect(await second.exited, second.output()).toBe(0);
-
-    const { unique, duplicates } = idsOf(outputs);
-    process.stdout.write(`[kafka ${mode}] kill -9: ${unique.size} ids, ${duplicates} duplicates\n`);
-    expect(unique.size).toBe(records.length);
-    if (mode === 'exactly-once') expect(duplicates).toBe(0);
-    await expectCommittedAtEnd(groupId, input);
+    await finishAndCheck('kill -9', mode, second, { input, output, groupId, records });
   });
 
   it(
@@ -128,26 +142,7 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka delivery, %s', 
         `A's assignments: ${sizes.join(',')}`,
       ).toBe(true);
 
-      await waitFor(
-        'the group to commit the whole input',
-        () => committedAtEnd(groupId, input),
-        100_000,
-      );
-      const outputs = await kit.readAll(output, {
-        count: records.length,
-        readCommitted: mode === 'exactly-once',
-        quietMs: 3000,
-        timeoutMs: 100_000,
-      });
-      b.child.kill('SIGTERM');
-      expect(await b.exited, b.output()).toBe(0);
-      const { unique, duplicates } = idsOf(outputs);
-      process.stdout.write(
-        `[kafka ${mode}] two workers: ${unique.size} ids, ${duplicates} duplicates\n`,
-      );
-      expect(unique.size).toBe(records.length);
-      if (mode === 'exactly-once') expect(duplicates).toBe(0);
-      await expectCommittedAtEnd(groupId, input);
+      await finishAndCheck('two workers', mode, b, { input, output, groupId, records });
     },
   );
 });
