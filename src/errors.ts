@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'DEADLINE_EXCEEDED'
   | 'CANCELLED'
   | 'WORKER_CRASHED'
+  | 'SINK_FAILED'
   | 'CLOSED';
 
 export interface HugotErrorOptions {
@@ -126,6 +127,18 @@ export class WorkerCrashedError extends HugotError {
   }
 }
 
+/**
+ * A sink refused a write made while a record was still being processed (a streamed partial
+ * record). The record is not acknowledged, so its source delivers it again; it is never
+ * dead-lettered for this, because the record itself is fine.
+ */
+export class SinkError extends HugotError {
+  override name = 'SinkError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('SINK_FAILED', message, true, options);
+  }
+}
+
 export class ClosedError extends HugotError {
   override name = 'ClosedError';
   constructor(message: string, options?: HugotErrorOptions) {
@@ -179,6 +192,7 @@ const errorClasses: Record<string, ErrorClass> = {
   DeadlineExceededError,
   CancelledError,
   WorkerCrashedError,
+  SinkError,
   ClosedError,
 };
 

@@ -5,7 +5,8 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
-import { configSchema, type WorkerConfig } from './schema.ts';
+import { parseGenerationOptions } from '../pipelines/generation-options.ts';
+import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
 export type Environment = Record<string, string | undefined>;
 
@@ -89,6 +90,15 @@ function parseScalar(value: string): unknown {
 
 function checkReferences(config: WorkerConfig): void {
   for (const [alias, pipeline] of Object.entries(config.pipelines)) {
+    if (pipeline.generative !== undefined && pipeline.task !== 'textGeneration') {
+      throw new ConfigError(
+        `pipelines.${alias}.generative: only textGeneration pipelines run on the generative engine; remove it or use task textGeneration`,
+        { field: `pipelines.${alias}.generative` },
+      );
+    }
+    // The generative engine's requests start from these; a batch pipeline checks its own on load.
+    if (pipeline.generative !== undefined)
+      parseGenerationOptions(pipeline.options, `pipelines.${alias}.options`);
     if (config.models[pipeline.model] === undefined) {
       throw new ConfigError(
         `pipelines.${alias}.model: no model '${pipeline.model}' under models; define it or fix the name`,
@@ -137,5 +147,46 @@ function checkReferences(config: WorkerConfig): void {
         { field: 'delivery.mode' },
       );
     }
+    checkGenerationRoute(config, route, at);
   });
+}
+
+/** Streamed partials and per-request generation settings need a route to a generative pipeline. */
+function checkGenerationRoute(config: WorkerConfig, route: RouteConfig, at: string): void {
+  const generative = config.pipelines[route.pipeline]?.generative !== undefined;
+  const asks: [string, unknown][] = [
+    ['output.stream', route.output.stream],
+    ['generation', route.generation],
+  ];
+  for (const [field, value] of asks) {
+    if (value !== undefined && !generative) {
+      throw new ConfigError(
+        `${at}.${field} needs a generative pipeline; add pipelines.${route.pipeline}.generative or remove ${field}`,
+        { field: `${at}.${field}` },
+      );
+    }
+  }
+  const streams = (route.output.stream?.everyTokens ?? 0) > 0;
+  if (streams && config.delivery.mode === 'exactly-once') {
+    // A partial inside the partition's transaction becomes visible to read_committed consumers
+    // only with its final record, so streaming would promise what it cannot deliver.
+    throw new ConfigError(
+      `${at}.output.stream: partial records cannot be exactly-once (read_committed consumers would see them only with the final record); remove output.stream to write final records only, or use delivery.mode at-least-once`,
+      { field: `${at}.output.stream` },
+    );
+  }
+  if (streams && route.sink.type === 'bullmq-result') {
+    throw new ConfigError(
+      `${at}.output.stream: a 'bullmq-result' sink holds one return value per job, not partial records; use a bullmq, kafka, redis-stream or file sink, or remove output.stream`,
+      { field: `${at}.output.stream` },
+    );
+  }
+  for (const field of ['optionsField', 'requestIdField'] as const) {
+    if (route.generation?.[field] !== undefined && route.input.format === 'text') {
+      throw new ConfigError(
+        `${at}.generation.${field}: the record is read as text (input.format text), so it has no fields; use input.format json or remove ${field}`,
+        { field: `${at}.generation.${field}` },
+      );
+    }
+  }
 }

@@ -2,6 +2,11 @@
 // default lives here; validation happens once, at start-up, and names the field it rejects.
 import { z } from 'zod';
 import { runtimeOptionsSchema } from '../pipelines/runtime-options.ts';
+import {
+  generativePipelineSchema,
+  outputStreamSchema,
+  routeGenerationSchema,
+} from './generative-schema.ts';
 
 const name = z.string().min(1);
 
@@ -20,6 +25,8 @@ const pipelineSchema = z
     options: z.record(z.string(), z.unknown()).optional(),
     /** Checked in detail when the engine starts (src/batching/batcher-options.ts). */
     batching: z.record(z.string(), z.unknown()).optional(),
+    /** textGeneration only: run on the continuous-batching generative engine (docs/generative.md). */
+    generative: generativePipelineSchema.optional(),
   })
   .strict();
 
@@ -117,9 +124,13 @@ const routeSchema = z
         /** 'merge': the input record with the result at `field`; 'result': the result alone. */
         mode: z.enum(['merge', 'result']).default('merge'),
         field: z.string().default('result'),
+        /** Generative pipelines only: partial records while a request generates. */
+        stream: outputStreamSchema.optional(),
       })
       .strict()
       .default({ mode: 'merge', field: 'result' }),
+    /** Generative pipelines only: per-request deadline, options and id from the record. */
+    generation: routeGenerationSchema.optional(),
     sink: sinkSchema,
     dlq: sinkSchema.optional(),
   })

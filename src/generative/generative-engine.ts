@@ -3,27 +3,16 @@
 // each generation thread (never the main thread); this side only routes requests to the least
 // loaded thread, carries cancellation across, and signals admission pressure to sources.
 import { availableParallelism } from 'node:os';
-import { z } from 'zod';
 import { CancelledError, ClosedError, OverloadedError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import type { Pressure } from '../batching/batch-queue.ts';
 import { parseGenerationOptions, type GenerationOptions } from '../pipelines/generation-options.ts';
 import type { ModelSpec } from '../pipelines/model-store.ts';
+import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';
 import { compileSchedulerOptions, type SchedulerOptions } from './scheduler.ts';
-
-const engineSchema = z
-  .object({
-    /** Generation threads, each with its own session, cache and step loop. Default 1. */
-    threads: z.number().int().min(1).default(1),
-    /** ONNX Runtime threads inside each generation thread. Default: cores / threads. */
-    intraOpThreads: z.number().int().min(1).optional(),
-    /** Requests queued or running beyond which submit rejects (OverloadedError). Default 256. */
-    maxPending: z.number().int().min(1).default(256),
-  })
-  .strict();
 
 export interface GenerativeEngineOptions {
   model: ModelSpec;
@@ -64,7 +53,7 @@ export class GenerativeEngine {
   static async start(options: GenerativeEngineOptions): Promise<GenerativeEngine> {
     const logger = options.logger ?? silentLogger;
     const { threads, intraOpThreads, maxPending } = parseWithSchema(
-      engineSchema,
+      generativeEngineSchema,
       {
         threads: options.threads,
         intraOpThreads: options.intraOpThreads,

@@ -1,7 +1,9 @@
 // One record's way through a route: size check, decode, pick the input field, check its shape,
 // inference, and the output record. Every refusal becomes a dead-letter record naming the stage;
-// a retriable failure (a crashed inference thread) is handed back for the caller to retry.
-import { HugotError, InputError } from '../errors.ts';
+// a retriable failure (a crashed inference thread) is handed back for the caller to retry. A sink
+// failure during processing (a streamed partial record) rejects instead: the record is fine, it
+// must only not be acknowledged.
+import { HugotError, InputError, SinkError } from '../errors.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import { deadLetter, type Stage } from './dead-letter.ts';
 import { getPath, setPath } from './field-path.ts';
@@ -13,7 +15,14 @@ export type Outcome =
   | { kind: 'dead'; record: OutputRecord; code: string; message: string }
   | { kind: 'retry'; error: unknown };
 
-export type Submit = (pipeline: string, input: unknown) => Promise<unknown>;
+/** What a submit may need besides the input: generation derives a request id and options from it. */
+export interface SubmitContext {
+  record: SourceRecord;
+  /** The record as JSON (input.format json), else undefined. */
+  parsed: unknown;
+}
+
+export type Submit = (pipeline: string, input: unknown, context: SubmitContext) => Promise<unknown>;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -85,8 +94,9 @@ export class RecordProcessor {
     }
     let result: unknown;
     try {
-      result = await this.submit(this.route.pipeline, input);
+      result = await this.submit(this.route.pipeline, input, { record, parsed });
     } catch (err) {
+      if (err instanceof SinkError) throw err;
       if (err instanceof HugotError && err.retriable) return { kind: 'retry', error: err };
       const code = err instanceof HugotError ? err.code : 'INTERNAL';
       return dead('inference', code, err instanceof Error ? err.message : String(err));

@@ -13,6 +13,8 @@ export interface SourceRecord {
   key: Buffer | null;
   headers: Record<string, string>;
   origin: RecordOrigin;
+  /** Aborted when the source gave the record up (its Kafka partition was revoked): stop work on it. */
+  signal?: AbortSignal;
 }
 
 export interface OutputRecord {

@@ -1,16 +1,20 @@
-// The worker process: an engine (batcher + inference threads) and, for each route, a source, a
-// processor, a sink and a DLQ. stop() is the graceful path: sources stop taking records and let
-// those in flight finish and be acknowledged, the engine drains, sinks flush.
+// The worker process: an engine (batcher + inference threads), a generative engine per generative
+// pipeline, and, for each route, a source, a processor, a sink and a DLQ. stop() is the graceful
+// path: sources stop taking records and let those in flight finish and be acknowledged, the
+// engines drain, sinks flush.
 import type { WorkerConfig } from '../config/schema.ts';
 import { createSource } from '../consumers/create-source.ts';
-import type { Source } from '../consumers/source.ts';
+import type { Source, SourceDeps } from '../consumers/source.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
+import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/model-store.ts';
 import { createSink } from '../sinks/create-sink.ts';
 import type { Sink } from '../sinks/sink.ts';
-import { RecordProcessor } from './processor.ts';
+import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
+import { RecordProcessor, type Submit } from './processor.ts';
 import { RouteRunner, type RouteCounters } from './route-runner.ts';
+import { StreamedGeneration } from './streamed-generation.ts';
 
 export interface StreamWorkerOptions {
   logger: Logger;
@@ -19,7 +23,9 @@ export interface StreamWorkerOptions {
 }
 
 export class StreamWorker {
-  private readonly engine: Engine;
+  /** Absent when every route's pipeline is generative. */
+  private readonly engine: Engine | undefined;
+  private readonly generative: Map<string, GenerativeEngine>;
   private readonly sources: Source[];
   private readonly runners: RouteRunner[];
   private readonly sinks: Sink[];
@@ -27,13 +33,15 @@ export class StreamWorker {
   private stopping: Promise<void> | undefined;
 
   private constructor(
-    engine: Engine,
+    engine: Engine | undefined,
+    generative: Map<string, GenerativeEngine>,
     sources: Source[],
     runners: RouteRunner[],
     sinks: Sink[],
     logger: Logger,
   ) {
     this.engine = engine;
+    this.generative = generative;
     this.sources = sources;
     this.runners = runners;
     this.sinks = sinks;
@@ -50,15 +58,31 @@ export class StreamWorker {
         ...(model.runtime !== undefined ? { runtime: model.runtime } : {}),
       };
     }
-    const engine = await Engine.start({
-      models,
-      // Batching and shard options are validated field by field when the engine starts.
-      pipelines: config.pipelines as EngineOptions['pipelines'],
-      shards: config.shards as EngineOptions['shards'] & object,
-      ...(config.batching !== undefined ? { batching: config.batching } : {}),
-      logger,
-      ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
-    });
+    // Generative pipelines run on their own engines, so the batch engine does not load them.
+    const batchPipelines = Object.fromEntries(
+      Object.entries(config.pipelines).filter(([alias]) => !isGenerative(config, alias)),
+    );
+    const needsBatchEngine = config.routes.some((r) => !isGenerative(config, r.pipeline));
+    const generative = await startGenerativeEngines(config, models, logger);
+    let engine: Engine | undefined;
+    try {
+      engine = needsBatchEngine
+        ? await Engine.start({
+            models,
+            // Batching and shard options are validated field by field when the engine starts.
+            pipelines: batchPipelines as EngineOptions['pipelines'],
+            shards: config.shards as EngineOptions['shards'] & object,
+            ...(config.batching !== undefined ? { batching: config.batching } : {}),
+            logger,
+            ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+          })
+        : undefined;
+    } catch (err) {
+      await Promise.allSettled([...generative.values()].map((g) => g.close('abort')));
+      throw err;
+    }
+    const closeEngines = (mode: 'drain' | 'abort'): Promise<unknown> =>
+      Promise.allSettled(closeAll([engine, ...generative.values()], mode));
     const sources: Source[] = [];
     const runners: RouteRunner[] = [];
     const sinks: Sink[] = [];
@@ -72,9 +96,24 @@ export class StreamWorker {
             : createSink(route.dlq, { config, logger, deadLetters: true });
         for (const s of [sink, dlq]) if (s !== undefined) sinks.push(s);
         const task = config.pipelines[route.pipeline]?.task ?? '';
-        const processor = new RecordProcessor(route, task, config.limits, (pipeline, input) =>
-          engine.submit(pipeline, input),
-        );
+        const generation = generative.get(route.pipeline);
+        let submit: Submit;
+        let onPressure: SourceDeps['onPressure'];
+        if (generation !== undefined) {
+          const streamed = new StreamedGeneration({
+            engine: generation,
+            output: route.output,
+            generation: route.generation,
+            writePartial: (record) => sink?.write(record) ?? Promise.resolve(),
+          });
+          submit = (_, input, context) => streamed.run(input, context);
+          onPressure = (listener) => generation.onPressure(listener);
+        } else {
+          const batch = engine as Engine;
+          submit = (pipeline, input) => batch.submit(pipeline, input);
+          onPressure = (listener) => batch.onPressure(route.pipeline, listener);
+        }
+        const processor = new RecordProcessor(route, task, config.limits, submit);
         const runner = new RouteRunner({
           name,
           processor,
@@ -87,7 +126,7 @@ export class StreamWorker {
           route,
           config,
           runner,
-          onPressure: (listener) => engine.onPressure(route.pipeline, listener),
+          onPressure,
           sink,
           dlq,
           logger,
@@ -98,12 +137,12 @@ export class StreamWorker {
       for (const source of sources) await source.start();
     } catch (err) {
       await Promise.allSettled(sources.map((s) => s.stop()));
-      await engine.close('abort');
+      await closeEngines('abort');
       await Promise.allSettled(sinks.map((s) => s.close()));
       throw err;
     }
     logger.info({ routes: runners.map((r) => r.name) }, 'stream worker running');
-    return new StreamWorker(engine, sources, runners, sinks, logger);
+    return new StreamWorker(engine, generative, sources, runners, sinks, logger);
   }
 
   /** Resolves when every source is finite and has been read to its end (files); never otherwise. */
@@ -126,6 +165,10 @@ export class StreamWorker {
     return this.stopping;
   }
 
+  private async closeEngines(mode: 'drain' | 'abort'): Promise<void> {
+    await Promise.all(closeAll([this.engine, ...this.generative.values()], mode));
+  }
+
   private async drain(timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -138,17 +181,24 @@ export class StreamWorker {
       await Promise.race([
         (async () => {
           await Promise.all(this.sources.map((s) => s.stop()));
-          await this.engine.close('drain');
+          await this.closeEngines('drain');
           await Promise.all(this.sinks.map((s) => s.close()));
         })(),
         deadline,
       ]);
       this.logger.info({ routes: this.counters() }, 'stream worker stopped');
     } catch (err) {
-      await this.engine.close('abort');
+      await this.closeEngines('abort').catch(() => undefined);
       throw err;
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+function closeAll(
+  engines: readonly ({ close(mode: 'drain' | 'abort'): Promise<void> } | undefined)[],
+  mode: 'drain' | 'abort',
+): Promise<void>[] {
+  return engines.flatMap((e) => (e === undefined ? [] : [e.close(mode)]));
 }

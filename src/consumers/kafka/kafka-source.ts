@@ -115,7 +115,7 @@ export class KafkaSource implements Source {
       this.lanes.set(lane.key, lane);
     }
     for (const [key, old] of previous) {
-      old.retired = true;
+      old.retire();
       if (!this.lanes.has(key) && this.transactions !== undefined) {
         const transactions = this.transactions;
         void (old.committing ?? Promise.resolve())
@@ -197,6 +197,7 @@ export class KafkaSource implements Source {
         partition: lane.tp.partition,
         offset: message.offset,
       },
+      signal: lane.signal,
     };
     lane.first ??= message.offset;
     lane.offsets.receive(message.offset);
@@ -266,7 +267,7 @@ export class KafkaSource implements Source {
 
   private rewind(lane: PartitionLane): void {
     if (lane.retired || this.lanes.get(lane.key) !== lane) return;
-    lane.retired = true;
+    lane.retire();
     const fresh = new PartitionLane(lane.tp, lane.committed);
     fresh.floor = lane.floor;
     if (this.transactions !== undefined) {

@@ -1,7 +1,8 @@
 // What the Kafka source holds for one assigned partition during one assignment: its offsets,
 // its in-order writer, and (exactly-once) the outputs staged for its next transaction. A
 // rebalance or a rewind retires the lane; a retired lane never writes or commits again, and
-// the records it held are read again by whoever owns the partition next.
+// the records it held are read again by whoever owns the partition next, so retiring also aborts
+// the lane's signal: work still running on those records (a long generation) is cancelled.
 import { InOrderWriter } from '../../stream/in-order.ts';
 import type { ProducedMessage, TopicPartition } from './driver.ts';
 import { PartitionOffsets } from './offset-tracker.ts';
@@ -18,7 +19,9 @@ export class PartitionLane {
   readonly key: string;
   readonly offsets = new PartitionOffsets();
   readonly writer = new InOrderWriter();
-  retired = false;
+  private readonly abort = new AbortController();
+  /** Aborted when the lane retires; every record of the lane carries it. */
+  readonly signal: AbortSignal = this.abort.signal;
   /** The first offset this lane received. */
   first: string | undefined;
   /** Paused because it holds its limit of records in flight. */
@@ -38,6 +41,15 @@ export class PartitionLane {
     this.tp = tp;
     this.key = laneKey(tp);
     this.committed = committed;
+  }
+
+  get retired(): boolean {
+    return this.signal.aborted;
+  }
+
+  /** The lane's records belong to the partition's next reader now: stop working on them. */
+  retire(): void {
+    this.abort.abort();
   }
 
   /** Where to read again after a failure: after the last committed record, else the first held. */
