@@ -62,7 +62,7 @@ export class StreamedGeneration {
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       signal,
     });
-    const partials = new PartialWrites(this.options.writePartial, () => own.abort());
+    const partials = new PartialWrites(this.options.writePartial, signal, () => own.abort());
     let sequence = 0;
     let delta = '';
     let tokens = 0;
@@ -134,21 +134,30 @@ export class StreamedGeneration {
   }
 }
 
-/** A request's partial writes, one after another in order; the first failure stops the rest. */
+/**
+ * A request's partial writes, one after another in order; the first failure stops the rest, and
+ * so does the request's cancellation (writes still queued then are dropped).
+ */
 class PartialWrites {
   private chain: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | undefined;
   private readonly write: (record: OutputRecord) => Promise<void>;
+  private readonly signal: AbortSignal;
   private readonly onFailure: () => void;
 
-  constructor(write: (record: OutputRecord) => Promise<void>, onFailure: () => void) {
+  constructor(
+    write: (record: OutputRecord) => Promise<void>,
+    signal: AbortSignal,
+    onFailure: () => void,
+  ) {
     this.write = write;
+    this.signal = signal;
     this.onFailure = onFailure;
   }
 
   push(record: OutputRecord): void {
     this.chain = this.chain.then(async () => {
-      if (this.failure !== undefined) return;
+      if (this.failure !== undefined || this.signal.aborted) return;
       try {
         await this.write(record);
       } catch (error) {

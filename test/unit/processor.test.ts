@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { InferenceError, InputError } from '../../src/errors.ts';
-import { RecordProcessor, type Submit } from '../../src/stream/processor.ts';
+import { InferenceError, InputError, SinkError } from '../../src/errors.ts';
+import { RecordProcessor, type Submit, type SubmitContext } from '../../src/stream/processor.ts';
 import type { SourceRecord } from '../../src/stream/record.ts';
 
 const config = parseConfigText(
@@ -126,5 +126,28 @@ describe('record processor', () => {
       crash,
     ).process(record(JSON.stringify({ payload: { text: 'ok' } })));
     expect(outcome.kind).toBe('retry');
+  });
+
+  it('rejects on a sink failure during processing: the record is fine, only unacknowledged', async () => {
+    const sinkDown: Submit = () => Promise.reject(new SinkError('partial write failed'));
+    const processing = new RecordProcessor(
+      route,
+      'textClassification',
+      config.limits,
+      sinkDown,
+    ).process(record(JSON.stringify({ payload: { text: 'ok' } })));
+    await expect(processing).rejects.toThrow(SinkError);
+  });
+
+  it('hands the source record and its parsed JSON to the submit', async () => {
+    let seen: SubmitContext | undefined;
+    const spy: Submit = (_, input, context) => {
+      seen = context;
+      return Promise.resolve(input);
+    };
+    const source = record(JSON.stringify({ payload: { text: 'ok' }, id: 7 }));
+    await new RecordProcessor(route, 'textClassification', config.limits, spy).process(source);
+    expect(seen?.record).toBe(source);
+    expect(seen?.parsed).toMatchObject({ payload: { text: 'ok' }, id: 7 });
   });
 });
