@@ -98,7 +98,7 @@ def llama_100m(dest: Path) -> dict:
         "input_ids": {0: "batch_size", 1: "sequence_length"},
         "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
         "position_ids": {0: "batch_size", 1: "sequence_length"},
-        "logits": {0: "batch_size", 1: "sequence_length"},
+        "logits": {0: "batch_size"},
         **{n: {0: "batch_size", 2: "past_sequence_length"} for n in past_names},
         **{n: {0: "batch_size", 2: "total_sequence_length"} for n in present_names},
     }
