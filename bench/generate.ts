@@ -6,8 +6,8 @@
 //   engine:     GenerativeEngine on a worker thread, requests arriving over BENCH_ARRIVAL_MS.
 // Every request generates exactly BENCH_NEW_TOKENS tokens (minNewTokens: the weights are random,
 // so EOS could otherwise end one early). Every mode uses the same ONNX thread count.
-// Sequential is slow on a small CPU, so by default it runs an evenly spaced sample of the
-// requests (every length class) back to back; BENCH_SEQUENTIAL=32 runs all of them.
+// Sequential runs every request back to back; BENCH_SEQUENTIAL=N runs an evenly spaced sample of
+// N instead (its tokens/s is a rate, so a sample only shortens the run).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -25,7 +25,7 @@ const REQUESTS = env('BENCH_REQUESTS', 32);
 const NEW_TOKENS = env('BENCH_NEW_TOKENS', 64);
 const ARRIVAL_MS = env('BENCH_ARRIVAL_MS', 2000);
 const STATIC_BATCH = env('BENCH_STATIC_BATCH', 8);
-const SEQUENTIAL = Math.min(REQUESTS, env('BENCH_SEQUENTIAL', 8));
+const SEQUENTIAL = Math.min(REQUESTS, env('BENCH_SEQUENTIAL', REQUESTS));
 const THREADS = env('BENCH_INTRA_OP_THREADS', availableParallelism());
 // Generation threads of the engine, the cores split between them. One loop per core with
 // single-threaded kernels is the engine's CPU layout (as for encoder shards): the cache copies of
@@ -134,7 +134,14 @@ async function engine(): Promise<Summary> {
     model: { path: MODEL },
     threads: ENGINE_THREADS,
     intraOpThreads: Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
-    scheduler: { maxActive: 32, stepTokens: 256, maxKvTokens: 32 * (256 + NEW_TOKENS + 32) },
+    scheduler: {
+      maxActive: 32,
+      stepTokens: 256,
+      maxKvTokens: 32 * (256 + NEW_TOKENS + 32),
+      ...(process.env['BENCH_DECODE_RUN_COST'] === undefined
+        ? {}
+        : { decodeRunCostTokens: env('BENCH_DECODE_RUN_COST', 0) }),
+    },
   });
   // Warm the thread's session (first-run allocations) before the clock starts, as the others are.
   await Promise.all(
