@@ -136,7 +136,7 @@ async function engine(): Promise<Summary> {
     intraOpThreads: Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
     scheduler: {
       maxActive: 32,
-      stepTokens: 256,
+      stepTokens: env('BENCH_STEP_TOKENS', 256),
       maxKvTokens: 32 * (256 + NEW_TOKENS + 32),
       ...(process.env['BENCH_DECODE_RUN_COST'] === undefined
         ? {}

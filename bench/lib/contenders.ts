@@ -37,7 +37,7 @@ export const EMBEDDING: TaskSpec = {
     task: 'featureExtraction',
     options: { pooling: 'mean', normalize: true, maxLength: 256 },
   },
-  rawBatchSizes: [32, 64],
+  rawBatchSizes: [1, 4, 8, 32],
   ours: (output) => ({ label: '', values: output as FeatureExtractionResult as Float32Array }),
   async transformersJs(intraOpThreads) {
     const embedder = await tjsEmbedder(
@@ -56,7 +56,7 @@ export const CLASSIFICATION: TaskSpec = {
   modelFolder: '.cache/models/distilbert-base-classifier',
   maxLength: 512,
   pipeline: { task: 'textClassification', options: { topK: 1 } },
-  rawBatchSizes: [16, 32],
+  rawBatchSizes: [1, 4, 16],
   ours: (output) => {
     const [best] = output as LabelScore[];
     return { label: best?.label ?? '', values: [best?.score ?? NaN] };

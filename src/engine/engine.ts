@@ -68,6 +68,11 @@ export class Engine {
     const queues = new Map<string, BatchQueue<Pending>>();
     const costs = new Map<string, CostContext>();
     const tokenizers = new Map<string, Promise<TextTokenizer | undefined>>();
+    const specs = (options.shards ?? ['cpu']).map((shard, i) =>
+      compileShard(shard, `shards[${i}]`),
+    );
+    // One queue feeds every shard; a GPU among them wants the wide batches.
+    const device = specs.some((spec) => spec.name !== 'cpu') ? 'gpu' : 'cpu';
     for (const [alias, pipeline] of Object.entries(options.pipelines)) {
       if (!isTaskName(pipeline.task)) {
         throw new ConfigError(
@@ -89,6 +94,7 @@ export class Engine {
       const batching = compileBatcherOptions(
         { ...options.batching, ...pipeline.batching },
         `pipelines.${alias}.batching`,
+        device,
       );
       queues.set(alias, new BatchQueue<Pending>(batching));
       if (!tokenizers.has(pipeline.model))
@@ -100,10 +106,10 @@ export class Engine {
       });
     }
     const setup = { models: options.models, pipelines: options.pipelines };
-    const shards = (options.shards ?? ['cpu']).map(
-      (shard, i) =>
+    const shards = specs.map(
+      (spec) =>
         new Shard({
-          spec: compileShard(shard, `shards[${i}]`),
+          spec,
           setup,
           logger,
           ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
