@@ -21,6 +21,8 @@ export interface DispatchStats {
   paddedTokens: number;
   /** Sum of the batches' compute time inside the inference threads, in milliseconds. */
   computeMs: number;
+  /** The longest one batch has taken since the engine started, in milliseconds. */
+  maxComputeMs: number;
 }
 
 export class Dispatcher {
@@ -30,6 +32,7 @@ export class Dispatcher {
     realTokens: 0,
     paddedTokens: 0,
     computeMs: 0,
+    maxComputeMs: 0,
   };
   private readonly queues: Map<string, BatchQueue<Pending>>;
   private readonly shards: readonly Shard[];
@@ -127,6 +130,7 @@ export class Dispatcher {
       .then(
         ({ outputs, computeMs }) => {
           this.stats.computeMs += computeMs;
+          this.stats.maxComputeMs = Math.max(this.stats.maxComputeMs, computeMs);
           batch.forEach((item, i) => item.payload.resolve(outputs[i]));
         },
         (error: unknown) => this.failed(shard, pipeline, batch, error),

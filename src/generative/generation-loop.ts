@@ -147,8 +147,8 @@ export class GenerationLoop {
 
   /**
    * Chooses and records each row's next token; the sequences that this ended. The rows' text
-   * decodes run at once: awaited one by one, their round trips to the tokenizer's thread were
-   * ~5% of a 32-row step.
+   * decodes run at once: awaited one by one, their round trips to the tokenizer's thread held
+   * the loop back (32 requests on one loop: 168 tokens/s, 197 with the decodes together).
    */
   private async accept(
     rows: readonly { seq: Sequence; logits: Float32Array }[],

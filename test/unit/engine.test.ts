@@ -63,10 +63,13 @@ describe('engine: submit over batcher and worker threads', () => {
     );
     const expectedLabels = await direct.run<LabelScore[]>('classify', texts.slice(0, 20));
     expect(labels.map((l) => l[0]?.label)).toEqual(expectedLabels.map((l) => l[0]?.label));
-    const { batches, items, realTokens, paddedTokens } = engine.stats;
+    const { batches, items, realTokens, paddedTokens, computeMs, maxComputeMs } = engine.stats;
     expect(items).toBe(texts.length + 20);
     expect(batches).toBeGreaterThan(items / 16 - 1);
     expect(realTokens).toBeLessThanOrEqual(paddedTokens);
+    expect(maxComputeMs).toBeGreaterThan(0);
+    expect(maxComputeMs).toBeGreaterThanOrEqual(computeMs / batches);
+    expect(maxComputeMs).toBeLessThanOrEqual(computeMs);
   });
 
   it('fails only the input a pipeline refuses, not its batch mates', async () => {
