@@ -28,12 +28,16 @@ export interface ThroughputRun<T> {
   recordsPerSecond: number;
   outputs: T[];
   stats: DispatchStats;
+  /** Every batch's compute time, in milliseconds. */
+  batchComputeMs: number[];
 }
 
 export async function allAtOnce<T>(
   engine: Engine,
   texts: readonly string[],
 ): Promise<ThroughputRun<T>> {
+  const batchComputeMs: number[] = [];
+  const stopListening = engine.onBatch((batch) => batchComputeMs.push(batch.computeMs));
   const before = engine.stats;
   const started = performance.now();
   const outputs = await Promise.all(texts.map((text) => engine.submit<T>('bench', text)));
@@ -45,10 +49,9 @@ export async function allAtOnce<T>(
     realTokens: after.realTokens - before.realTokens,
     paddedTokens: after.paddedTokens - before.paddedTokens,
     computeMs: after.computeMs - before.computeMs,
-    // A running maximum cannot be differenced: this one includes the warm-up batches.
-    maxComputeMs: after.maxComputeMs,
   };
-  return { recordsPerSecond: texts.length / seconds, outputs, stats };
+  stopListening();
+  return { recordsPerSecond: texts.length / seconds, outputs, stats, batchComputeMs };
 }
 
 export interface LatencyRun {

@@ -21,8 +21,14 @@ export interface DispatchStats {
   paddedTokens: number;
   /** Sum of the batches' compute time inside the inference threads, in milliseconds. */
   computeMs: number;
-  /** The longest one batch has taken since the engine started, in milliseconds. */
-  maxComputeMs: number;
+}
+
+/** One finished batch, as `Engine.onBatch` listeners hear of it. */
+export interface BatchDone {
+  pipeline: string;
+  items: number;
+  /** Its compute time inside the inference thread, in milliseconds. */
+  computeMs: number;
 }
 
 export class Dispatcher {
@@ -32,8 +38,8 @@ export class Dispatcher {
     realTokens: 0,
     paddedTokens: 0,
     computeMs: 0,
-    maxComputeMs: 0,
   };
+  private readonly batchListeners = new Set<(batch: BatchDone) => void>();
   private readonly queues: Map<string, BatchQueue<Pending>>;
   private readonly shards: readonly Shard[];
   private readonly now: () => number;
@@ -52,6 +58,12 @@ export class Dispatcher {
     this.queues = queues;
     this.shards = shards;
     this.now = now;
+  }
+
+  /** Calls `listener` after every finished batch; returns the unsubscribe function. */
+  onBatch(listener: (batch: BatchDone) => void): () => void {
+    this.batchListeners.add(listener);
+    return () => this.batchListeners.delete(listener);
   }
 
   /** Call after anything that may make a batch ready or a shard free. */
@@ -130,7 +142,8 @@ export class Dispatcher {
       .then(
         ({ outputs, computeMs }) => {
           this.stats.computeMs += computeMs;
-          this.stats.maxComputeMs = Math.max(this.stats.maxComputeMs, computeMs);
+          for (const listener of this.batchListeners)
+            listener({ pipeline, items: batch.length, computeMs });
           batch.forEach((item, i) => item.payload.resolve(outputs[i]));
         },
         (error: unknown) => this.failed(shard, pipeline, batch, error),

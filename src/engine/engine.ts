@@ -14,7 +14,7 @@ import { TextTokenizer } from '../pipelines/text-tokenizer.ts';
 import type { PipelineDefinition } from '../workers/protocol.ts';
 import { Shard } from '../workers/shard.ts';
 import { compileShard, type ShardOption } from '../workers/shard-spec.ts';
-import { Dispatcher, type DispatchStats, type Pending } from './dispatcher.ts';
+import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext } from './input-cost.ts';
 
 export interface EnginePipeline extends PipelineDefinition {
@@ -130,6 +130,11 @@ export class Engine {
 
   get stats(): DispatchStats {
     return { ...this.dispatcher.stats };
+  }
+
+  /** Hears of every finished batch (for metrics); returns the unsubscribe function. */
+  onBatch(listener: (batch: BatchDone) => void): () => void {
+    return this.dispatcher.onBatch(listener);
   }
 
   /** Listens to a pipeline's admission signal: pause sources at 'pause', resume at 'resume'. */
