@@ -8,7 +8,7 @@ import { createHugot } from '../../src/hugot.ts';
 import type { Logger } from '../../src/logger.ts';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const CLS_MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');
@@ -60,6 +60,31 @@ export function workerConfig(
     batching: { maxBatchSize: 64, maxWaitMs: 5 },
     connections: { redis: { url: redisUrl } },
     ...extra,
+  });
+}
+
+export type ClassifiedRecord = CorpusRecord & { result: { label: string; score: number }[] };
+
+/**
+ * Every record came out exactly once, and an evenly spaced sample carries its own fields and the
+ * in-process pipeline's answer for its text.
+ */
+export async function expectEveryRecordClassified(
+  records: readonly CorpusRecord[],
+  outputs: readonly ClassifiedRecord[],
+): Promise<void> {
+  const ids = new Set(outputs.map((o) => o.id));
+  expect(ids.size).toBe(records.length);
+  expect(records.every((r) => ids.has(r.id))).toBe(true);
+
+  const byId = new Map(outputs.map((o) => [o.id, o]));
+  const sample = records.filter((_, i) => i % 199 === 0);
+  const expected = await referenceResults(sample.map((r) => r.text));
+  sample.forEach((record, i) => {
+    const out = byId.get(record.id);
+    expect(out?.text).toBe(record.text);
+    expect(out?.label).toBe(record.label);
+    expect(sameScores(out?.result, expected[i])).toBe(true);
   });
 }
 

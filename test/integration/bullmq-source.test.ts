@@ -5,10 +5,10 @@ import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
   corpusRecords,
   recordingLogger,
-  referenceResults,
-  sameScores,
+  expectEveryRecordClassified,
   waitFor,
   workerConfig,
+  type ClassifiedRecord,
   type CorpusRecord,
   useClosers,
   openQueue,
@@ -26,7 +26,7 @@ async function enqueue(queue: Queue, records: readonly unknown[]): Promise<void>
   }
 }
 
-type Output = CorpusRecord & { result: { label: string; score: number }[] };
+type Output = ClassifiedRecord;
 
 async function outputsOf(queue: Queue, expected: number): Promise<Output[]> {
   const jobs = await queue.getJobs(['waiting'], 0, expected + 100);
@@ -70,26 +70,14 @@ describe('BullMQ source -> BullMQ sink (real Redis)', () => {
     expect(await dlq.count()).toBe(0);
     const outputs = await outputsOf(output, records.length);
     expect(outputs).toHaveLength(10_000);
-    const ids = new Set(outputs.map((o) => o.id));
-    expect(ids.size).toBe(10_000);
-    expect(records.every((r) => ids.has(r.id))).toBe(true);
-
-    const byId = new Map(outputs.map((o) => [o.id, o]));
-    const sample = records.filter((_, i) => i % 199 === 0);
-    const expected = await referenceResults(sample.map((r) => r.text));
-    sample.forEach((record, i) => {
-      const out = byId.get(record.id);
-      expect(out?.text).toBe(record.text);
-      expect(out?.label).toBe(record.label);
-      expect(sameScores(out?.result, expected[i])).toBe(true);
-    });
+    await expectEveryRecordClassified(records, outputs);
 
     // The job's return value is the same output (what a 'bullmq-result' route hands back).
     const job = await input.getJob((await input.getJobs(['completed'], 0, 0))[0]?.id ?? '');
     const returned = job?.returnvalue as Output;
     const data = job?.data as CorpusRecord;
     expect(returned.id).toBe(data.id);
-    expect(returned.result).toEqual(byId.get(data.id)?.result);
+    expect(returned.result).toEqual(outputs.find((o) => o.id === data.id)?.result);
     expect(logger.errors).toEqual([]);
   });
 

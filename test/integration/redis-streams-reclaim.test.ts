@@ -29,6 +29,20 @@ async function append(stream: string, values: readonly string[]): Promise<string
   return replies.map(([, id]) => id as string);
 }
 
+/** A fresh input stream holding `count` corpus records, with the group created; a fresh output. */
+async function seededInput(
+  count: number,
+): Promise<{ input: string; output: string; records: CorpusRecord[] }> {
+  const input = uniqueName('in');
+  const records = corpusRecords(count);
+  await client.xgroup('CREATE', input, GROUP, '0', 'MKSTREAM');
+  await append(
+    input,
+    records.map((r) => JSON.stringify(r)),
+  );
+  return { input, output: uniqueName('out'), records };
+}
+
 /** What a consumer that crashed after reading looks like to Redis: entries pending on its name. */
 async function readAndDie(stream: string, consumer: string, count: number): Promise<string[]> {
   const reply = (await client.xreadgroup(
@@ -63,14 +77,7 @@ function valuesOf(entries: [string, string[]][]): Record<string, string>[] {
 
 describe('Redis Streams reclaim (real Redis)', () => {
   it('a live worker takes over what a dead consumer left pending, and loses nothing', async () => {
-    const input = uniqueName('in');
-    const output = uniqueName('out');
-    const records = corpusRecords(600);
-    await client.xgroup('CREATE', input, GROUP, '0', 'MKSTREAM');
-    await append(
-      input,
-      records.map((r) => JSON.stringify(r)),
-    );
+    const { input, output, records } = await seededInput(600);
     const orphaned = await readAndDie(input, 'crashed-worker', 250);
     expect(orphaned).toHaveLength(250);
 
@@ -156,14 +163,7 @@ describe('Redis Streams reclaim (real Redis)', () => {
   });
 
   it('a worker restarted under the same consumer name first finishes its own pending entries', async () => {
-    const input = uniqueName('in');
-    const output = uniqueName('out');
-    const records = corpusRecords(200);
-    await client.xgroup('CREATE', input, GROUP, '0', 'MKSTREAM');
-    await append(
-      input,
-      records.map((r) => JSON.stringify(r)),
-    );
+    const { input, output, records } = await seededInput(200);
     // The previous life of 'worker-1' read 120 entries and died; nobody else would claim them
     // for a minute.
     expect(await readAndDie(input, 'worker-1', 120)).toHaveLength(120);
