@@ -1,39 +1,78 @@
 // After the parity project ran, prints one JSON line:
-// {"parity":{"pipelines":N,"cases":M,"failed":F,"skipped":S,"maxAbsDiff":{pipeline:deviation}}}
-// A pipeline is the top-level describe block of a parity test file ('tokenizer' is not one).
-import type { Reporter, TestModule } from 'vitest/node';
+// {"parity":{"pipelines":P,"golden_cases":G,"golden_reruns":R,"tokenizer_cases":T,
+//   "behaviour_cases":B,"failed":F,"skipped":S,"maxAbsDiff":{pipeline:deviation}}}
+// What a test checks comes from its meta (test/parity/parity-case.ts): P counts the pipelines
+// (tasks) with at least one case that ran; the tokenizer and the generative engine loop are not
+// pipelines. G/R/T/B count the cases that ran (passed or failed), S those that did not. F counts
+// as the summary line does (test/helpers/run-outcome.ts): failed tests, hooks and files.
+import type { Reporter, TestModule, TestRunEndReason } from 'vitest/node';
+import type { SerializedError } from 'vitest';
+import type {} from '../parity/parity-case.ts';
+import { countModule, countRun, countTest, emptyOutcome } from './run-outcome.ts';
+
+export interface ParityLine {
+  pipelines: number;
+  golden_cases: number;
+  golden_reruns: number;
+  tokenizer_cases: number;
+  behaviour_cases: number;
+  failed: number;
+  skipped: number;
+  maxAbsDiff: Record<string, number>;
+}
+
+export function parityLine(
+  testModules: readonly TestModule[],
+  unhandledErrors: readonly SerializedError[],
+  reason?: TestRunEndReason,
+): ParityLine | undefined {
+  const parity = testModules.filter((m) => m.project.name === 'parity');
+  if (parity.length === 0) return undefined;
+  const pipelines = new Set<string>();
+  const maxAbsDiff: Record<string, number> = {};
+  const kinds = { golden: 0, rerun: 0, tokenizer: 0, behaviour: 0 };
+  const outcome = emptyOutcome();
+  for (const testModule of parity) {
+    countModule(testModule, outcome, (test) => {
+      countTest(test, outcome);
+      const state = test.result().state;
+      if (state !== 'passed' && state !== 'failed') return;
+      const { parity: kind = 'behaviour', pipeline, maxAbsDiff: diff } = test.meta();
+      kinds[kind] += 1;
+      if (pipeline === undefined) return;
+      pipelines.add(pipeline);
+      if (diff !== undefined) maxAbsDiff[pipeline] = Math.max(maxAbsDiff[pipeline] ?? 0, diff);
+    });
+  }
+  // Errors outside any module cannot be told apart by project; they fail this run all the same.
+  // The run's own verdict applies only when nothing but parity ran.
+  countRun(outcome, unhandledErrors, parity.length === testModules.length ? reason : undefined);
+  return {
+    pipelines: pipelines.size,
+    golden_cases: kinds.golden,
+    golden_reruns: kinds.rerun,
+    tokenizer_cases: kinds.tokenizer,
+    behaviour_cases: kinds.behaviour,
+    failed: outcome.failed,
+    skipped: outcome.skipped,
+    maxAbsDiff,
+  };
+}
 
 export default class ParityReporter implements Reporter {
-  onTestRunEnd(testModules: readonly TestModule[]): void {
-    const parity = testModules.filter((m) => m.project.name === 'parity');
-    if (parity.length === 0) return;
-    const pipelines = new Set<string>();
-    const maxAbsDiff: Record<string, number> = {};
-    let cases = 0;
-    let failed = 0;
-    let skipped = 0;
-    for (const testModule of parity) {
-      if (testModule.state() === 'failed' && testModule.children.size === 0) failed += 1;
-      for (const test of testModule.children.allTests()) {
-        let suite = test.parent;
-        while (suite.type === 'suite' && suite.parent.type === 'suite') suite = suite.parent;
-        const pipeline = suite.type === 'suite' ? suite.name : testModule.moduleId;
-        // Tokenizer cases count as cases; the tokenizer is not a pipeline.
-        if (pipeline !== 'tokenizer') pipelines.add(pipeline);
-        const state = test.result().state;
-        // A skipped case is reported as skipped, never counted as a passing one.
-        if (state === 'skipped' || state === 'pending') {
-          skipped += 1;
-          continue;
-        }
-        cases += 1;
-        if (state !== 'passed') failed += 1;
-        const diff = test.meta().maxAbsDiff;
-        if (diff !== undefined) maxAbsDiff[pipeline] = Math.max(maxAbsDiff[pipeline] ?? 0, diff);
-      }
-    }
-    process.stdout.write(
-      `${JSON.stringify({ parity: { pipelines: pipelines.size, cases, failed, skipped, maxAbsDiff } })}\n`,
-    );
+  private readonly write: (text: string) => void;
+
+  /** vitest passes the reporter's options object; tests pass `write` to capture the output. */
+  constructor(options: { write?: (text: string) => void } = {}) {
+    this.write = options.write ?? ((text) => process.stdout.write(text));
+  }
+
+  onTestRunEnd(
+    testModules: readonly TestModule[],
+    unhandledErrors: readonly SerializedError[],
+    reason?: TestRunEndReason,
+  ): void {
+    const line = parityLine(testModules, unhandledErrors, reason);
+    if (line !== undefined) this.write(`${JSON.stringify({ parity: line })}\n`);
   }
 }

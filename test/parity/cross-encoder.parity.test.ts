@@ -1,7 +1,7 @@
 import { describe } from 'vitest';
 import { CrossEncoderPipeline, type RankedDocument } from '../../src/pipelines/cross-encoder.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
-import { asBatch, parityCase } from './parity-case.ts';
+import { asBatch, forPipeline, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'bert-cross-encoder';
@@ -25,7 +25,7 @@ function ranked(golden: GoldenCase): RankedDocument[] {
     .sort((a, b) => b.score - a.score);
 }
 
-describe('crossEncoder', () => {
+describe('crossEncoder', forPipeline('crossEncoder'), () => {
   for (const golden of readGoldens(MODEL).pipeline) {
     parityCase(
       golden,

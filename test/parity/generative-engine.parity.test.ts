@@ -8,6 +8,7 @@ import { compileSchedulerOptions, type SchedulerOptions } from '../../src/genera
 import type { GenerationResult } from '../../src/pipelines/generation-progress.ts';
 import { TextGenerationPipeline } from '../../src/pipelines/text-generation.ts';
 import { readGoldens } from './goldens.ts';
+import { GOLDEN, RERUN } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'llama-causal-lm';
@@ -60,7 +61,7 @@ async function drive(
 const greedy = (maxNewTokens: number): SubmitRequest['options'] => ({ maxNewTokens });
 
 describe('generative engine step loop', () => {
-  it('each golden prompt alone gives generate()’s greedy ids', async () => {
+  it('each golden prompt alone gives generate()’s greedy ids', GOLDEN, async () => {
     for (const [i, golden] of singles.entries()) {
       const { results } = await drive(
         {},
@@ -74,43 +75,47 @@ describe('generative engine step loop', () => {
 
   // One padded decode batch, and decode rows split into length groups at every opportunity.
   for (const decodeRunCostTokens of [1e9, 0]) {
-    it(`interleaved with ragged requests arriving and leaving at different steps: same ids (decodeRunCostTokens ${decodeRunCostTokens})`, async () => {
-      // A small step budget forces the long filler prompts through several prefill chunks while
-      // others decode; maxActive 4 makes later arrivals wait in the admission queue.
-      const limits = { maxActive: 4, stepTokens: 12, maxKvTokens: 400, decodeRunCostTokens };
-      const arrivals: Record<number, SubmitRequest[]> = {
-        0: [
-          { id: 100, input: FILLER, options: greedy(5) },
-          { id: 0, input: singles[0]!.call.prompt, options: greedy(24) },
-        ],
-        2: [{ id: 1, input: singles[1]!.call.prompt, options: greedy(24) }],
-        3: [
-          { id: 101, input: 'Hi', options: greedy(3) },
-          { id: 2, input: singles[2]!.call.prompt, options: greedy(24) },
-        ],
-        7: [
-          { id: 102, input: `${FILLER} ${FILLER}`, options: greedy(9) },
-          { id: 3, input: singles[3]!.call.prompt, options: greedy(24) },
-        ],
-        11: [{ id: 103, input: 'Short one', options: greedy(30) }],
-      };
-      const run = await drive(limits, arrivals);
-      singles.forEach((golden, i) => {
-        expect(run.results.get(i)?.tokenIds, golden.name).toEqual(golden.new_ids);
-      });
-      expect(run.results.get(101)?.generatedTokens).toBe(3);
-      expect(run.results.get(102)?.generatedTokens).toBe(9);
-      // The interleaving really happened: tokens of different requests alternate step by step.
-      const order = run.events.filter((e) => e.kind === 'token').map((e) => e.id);
-      const switches = order.filter((id, i) => i > 0 && id !== order[i - 1]).length;
-      expect(switches).toBeGreaterThan(50);
-      // Each filler alone must give the same ids as in the crowd.
-      const alone = await drive(
-        {},
-        { 0: [{ id: 102, input: `${FILLER} ${FILLER}`, options: greedy(9) }] },
-      );
-      expect(run.results.get(102)?.tokenIds).toEqual(alone.results.get(102)?.tokenIds);
-    });
+    it(
+      `interleaved with ragged requests arriving and leaving at different steps: same ids (decodeRunCostTokens ${decodeRunCostTokens})`,
+      RERUN,
+      async () => {
+        // A small step budget forces the long filler prompts through several prefill chunks while
+        // others decode; maxActive 4 makes later arrivals wait in the admission queue.
+        const limits = { maxActive: 4, stepTokens: 12, maxKvTokens: 400, decodeRunCostTokens };
+        const arrivals: Record<number, SubmitRequest[]> = {
+          0: [
+            { id: 100, input: FILLER, options: greedy(5) },
+            { id: 0, input: singles[0]!.call.prompt, options: greedy(24) },
+          ],
+          2: [{ id: 1, input: singles[1]!.call.prompt, options: greedy(24) }],
+          3: [
+            { id: 101, input: 'Hi', options: greedy(3) },
+            { id: 2, input: singles[2]!.call.prompt, options: greedy(24) },
+          ],
+          7: [
+            { id: 102, input: `${FILLER} ${FILLER}`, options: greedy(9) },
+            { id: 3, input: singles[3]!.call.prompt, options: greedy(24) },
+          ],
+          11: [{ id: 103, input: 'Short one', options: greedy(30) }],
+        };
+        const run = await drive(limits, arrivals);
+        singles.forEach((golden, i) => {
+          expect(run.results.get(i)?.tokenIds, golden.name).toEqual(golden.new_ids);
+        });
+        expect(run.results.get(101)?.generatedTokens).toBe(3);
+        expect(run.results.get(102)?.generatedTokens).toBe(9);
+        // The interleaving really happened: tokens of different requests alternate step by step.
+        const order = run.events.filter((e) => e.kind === 'token').map((e) => e.id);
+        const switches = order.filter((id, i) => i > 0 && id !== order[i - 1]).length;
+        expect(switches).toBeGreaterThan(50);
+        // Each filler alone must give the same ids as in the crowd.
+        const alone = await drive(
+          {},
+          { 0: [{ id: 102, input: `${FILLER} ${FILLER}`, options: greedy(9) }] },
+        );
+        expect(run.results.get(102)?.tokenIds).toEqual(alone.results.get(102)?.tokenIds);
+      },
+    );
   }
 
   it('seeded sampling is the same alone, interleaved, and on the single-request path', async () => {

@@ -6,7 +6,7 @@ import { ImageClassificationPipeline } from '../../src/pipelines/image-classific
 import { compilePreprocessor, preprocessImage } from '../../src/pipelines/image-preprocess.ts';
 import { compareDeep } from './compare.ts';
 import { modelPath, readGoldens } from './goldens.ts';
-import { asBatch, parityCase, unbatch } from './parity-case.ts';
+import { asBatch, forPipeline, GOLDEN, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'vit-image-classification';
@@ -16,7 +16,7 @@ const preprocessing = (
   goldens as unknown as { preprocessing: { image: string; pixel_values: number[][][] }[] }
 ).preprocessing;
 
-describe('imageClassification', () => {
+describe('imageClassification', forPipeline('imageClassification'), () => {
   describe('pipeline', () => {
     for (const golden of goldens.pipeline) {
       parityCase(golden, async ({ call }) => {
@@ -35,7 +35,7 @@ describe('imageClassification', () => {
     }
   });
 
-  describe('pixel values equal the Python image processor', () => {
+  describe('pixel values equal the Python image processor', GOLDEN, () => {
     for (const golden of preprocessing) {
       it(golden.image, async ({ task }) => {
         const model = await load(MODEL);

@@ -31,7 +31,7 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return dot / Math.sqrt(na * nb);
 }
 
-describe('featureExtraction', () => {
+describe('featureExtraction', { meta: { pipeline: 'featureExtraction', parity: 'golden' } }, () => {
   describe('all-MiniLM-L6-v2 int8 (the default model, committed)', () => {
     const golden = readGoldensAt(INT8).pipeline[0];
     it(`${golden?.name ?? 'missing'} matches Python onnxruntime on the same file`, async ({

@@ -1,18 +1,37 @@
 // Runs one golden case as a vitest test and records its largest deviation for the parity report.
-import { expect, it } from 'vitest';
+// The meta options below tell the parity report (test/helpers/parity-reporter.ts) what each test
+// checks, so that its counts say what was proven; a test without them is a behaviour case.
+import { expect, it, type TestOptions } from 'vitest';
 import { compareDeep } from './compare.ts';
 import type { GoldenCase } from './goldens.ts';
 
 declare module 'vitest' {
   interface TaskMeta {
     maxAbsDiff?: number;
+    /**
+     * golden: compares our output with a Python reference output. rerun: compares with a golden
+     * another test already checks (the same input again inside a batch). tokenizer: a tokenizer
+     * golden. Absent: a behaviour case (no Python reference).
+     */
+    parity?: 'golden' | 'rerun' | 'tokenizer';
+    /** The pipeline (task) the test belongs to; absent for the tokenizer and the engine loop. */
+    pipeline?: string;
   }
 }
+
+/** Options for a pipeline's top-level describe: its tests count towards that pipeline. */
+export const forPipeline = (pipeline: string): TestOptions => ({ meta: { pipeline } });
+/** Options for a test (or describe) that compares with a Python reference output. */
+export const GOLDEN: TestOptions = { meta: { parity: 'golden' } };
+/** Options for a test that repeats a golden another test checks (in a batch, interleaved). */
+export const RERUN: TestOptions = { meta: { parity: 'rerun' } };
 
 export interface ParityOptions {
   tolerance?: number;
   /** Adjusts Python's output where it is knowingly batch-dependent (documented at the call). */
   expected?: (golden: GoldenCase, actual: unknown) => unknown;
+  /** The golden is checked by another test already; this one runs it again (e.g. in a batch). */
+  rerun?: boolean;
 }
 
 export function parityCase(
@@ -20,14 +39,18 @@ export function parityCase(
   actual: (golden: GoldenCase) => Promise<unknown>,
   options: ParityOptions = {},
 ): void {
-  it(`${golden.name} (${golden.task})`, async ({ task }) => {
-    const result = await actual(golden);
-    const expected =
-      options.expected === undefined ? golden.output : options.expected(golden, result);
-    const comparison = compareDeep(result, expected, options.tolerance ?? 1e-4);
-    task.meta.maxAbsDiff = comparison.maxAbsDiff;
-    expect(comparison.differences, `${golden.name} differs from Python`).toEqual([]);
-  });
+  it(
+    `${golden.name} (${golden.task})`,
+    options.rerun === true ? RERUN : GOLDEN,
+    async ({ task }) => {
+      const result = await actual(golden);
+      const expected =
+        options.expected === undefined ? golden.output : options.expected(golden, result);
+      const comparison = compareDeep(result, expected, options.tolerance ?? 1e-4);
+      task.meta.maxAbsDiff = comparison.maxAbsDiff;
+      expect(comparison.differences, `${golden.name} differs from Python`).toEqual([]);
+    },
+  );
 }
 
 /** Python returns a bare result for a single input and a list for a list; we always batch. */

@@ -4,7 +4,7 @@ import {
   type TextClassificationInput,
 } from '../../src/pipelines/text-classification.ts';
 import { readGoldens } from './goldens.ts';
-import { asBatch, parityCase } from './parity-case.ts';
+import { asBatch, forPipeline, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODELS = ['bert-text-classification', 'bert-multi-label', 'roberta-text-classification'];
@@ -16,7 +16,7 @@ function toInput(input: unknown): TextClassificationInput {
   return text_pair === undefined ? text : { text, textPair: text_pair };
 }
 
-describe('textClassification', () => {
+describe('textClassification', forPipeline('textClassification'), () => {
   for (const modelName of MODELS) {
     describe(modelName, () => {
       for (const golden of readGoldens(modelName).pipeline) {

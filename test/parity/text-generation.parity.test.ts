@@ -18,7 +18,7 @@ import {
 } from '../../src/pipelines/text-generation.ts';
 import { compareDeep } from './compare.ts';
 import { readGoldens } from './goldens.ts';
-import { parityCase } from './parity-case.ts';
+import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'llama-causal-lm';
@@ -65,7 +65,7 @@ function int64Rows(tensor: { data: unknown; dims: readonly number[] }): number[]
   return Array.from({ length: rows }, (_, r) => data.slice(r * cols, (r + 1) * cols));
 }
 
-describe('textGeneration', () => {
+describe('textGeneration', forPipeline('textGeneration'), () => {
   describe('pipeline', () => {
     for (const golden of goldens.pipeline) {
       parityCase(golden, async ({ call }) => {
@@ -84,7 +84,7 @@ describe('textGeneration', () => {
     }
   });
 
-  describe('greedy ids equal generate()', () => {
+  describe('greedy ids equal generate()', GOLDEN, () => {
     for (const golden of extra.generation.filter((g) => typeof g.call.prompt === 'string')) {
       it(golden.name, async () => {
         const gen = await pipeline();
@@ -128,7 +128,7 @@ describe('textGeneration', () => {
     }
   });
 
-  describe('step feeds and logits', () => {
+  describe('step feeds and logits', GOLDEN, () => {
     for (const golden of extra.steps) {
       it(golden.name, async ({ task }) => {
         const gen = await pipeline();
@@ -161,7 +161,7 @@ describe('textGeneration', () => {
     }
   });
 
-  describe('chat template', () => {
+  describe('chat template', GOLDEN, () => {
     for (const golden of extra.tokenization.filter((t) => t.call.messages !== undefined)) {
       it(golden.name, async () => {
         const gen = await pipeline();
@@ -179,7 +179,7 @@ describe('textGeneration', () => {
   });
 });
 
-describe('textGeneration', () => {
+describe('textGeneration', forPipeline('textGeneration'), () => {
   const prompt = 'Hello there';
   const temp: string[] = [];
   afterAll(async () => {

@@ -5,7 +5,7 @@ import {
   type Entity,
 } from '../../src/pipelines/token-classification.ts';
 import { readGoldens } from './goldens.ts';
-import { asBatch, parityCase, unbatch } from './parity-case.ts';
+import { asBatch, forPipeline, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'bert-token-classification';
@@ -20,7 +20,7 @@ function asPython(entities: Entity[]): unknown[] {
   });
 }
 
-describe('tokenClassification', () => {
+describe('tokenClassification', forPipeline('tokenClassification'), () => {
   for (const golden of readGoldens(MODEL).pipeline) {
     parityCase(golden, async ({ call }) => {
       const { aggregation_strategy: aggregationStrategy, ignore_labels: ignoreLabels } =

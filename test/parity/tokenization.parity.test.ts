@@ -95,7 +95,7 @@ async function encodeLikePython(
   return result;
 }
 
-describe('tokenizer', () => {
+describe('tokenizer', { meta: { parity: 'tokenizer' } }, () => {
   for (const model of MODELS) {
     describe(model, () => {
       // Chat-template cases belong to the text-generation tests.

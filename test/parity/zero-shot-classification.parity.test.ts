@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { ZeroShotClassificationPipeline } from '../../src/pipelines/zero-shot-classification.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
-import { asBatch, parityCase, unbatch } from './parity-case.ts';
+import { asBatch, forPipeline, GOLDEN, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'bert-zero-shot';
@@ -23,12 +23,12 @@ async function pipelineFor({ call }: GoldenCase): Promise<ZeroShotClassification
   });
 }
 
-describe('zeroShotClassification', () => {
+describe('zeroShotClassification', forPipeline('zeroShotClassification'), () => {
   for (const golden of readGoldens(MODEL).pipeline) {
     const error = (golden as GoldenCase & { error?: { type: string; message: string } }).error;
     if (error !== undefined) {
       // Python raised (ValueError for an empty sequence); we refuse the same input as bad input.
-      it(`${golden.name} (${golden.task}): rejected as Python rejects it`, async () => {
+      it(`${golden.name} (${golden.task}): rejected as Python rejects it`, GOLDEN, async () => {
         const pipeline = await pipelineFor(golden);
         await expect(pipeline.run(asBatch(golden.call.inputs) as string[])).rejects.toThrow(
           InputError,

@@ -1,8 +1,19 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, it, expect } from 'vitest';
+import { afterEach, describe, it, expect } from 'vitest';
 
 interface ManifestFile {
   path: string;
@@ -46,8 +57,9 @@ function filesUnder(base: string, dir: string = base): string[] {
   return out.sort();
 }
 
-function checkModel(model: ManifestModel): void {
-  const dir = join(root, model.path);
+/** `base` is the folder the manifest's paths are relative to (the repository root). */
+function checkModel(model: ManifestModel, base: string = root): void {
+  const dir = join(base, model.path);
   expect(existsSync(dir), `${model.path} is missing`).toBe(true);
   // Every file on disk is listed, so an untracked or stale file cannot slip in unnoticed.
   expect(filesUnder(dir)).toEqual(model.files.map((f) => f.path).sort());
@@ -95,15 +107,56 @@ describe('committed model manifest (test/fixtures/models and models/)', () => {
   }
 });
 
-// The cache is filled by `npm run models:fetch`; a fresh clone (and CI) does not have it.
+// The cache is filled by `npm run models:fetch`; a fresh clone (and CI) does not have it, and then
+// the real check is reported as skipped. The check itself is exercised below on a staged copy of
+// a committed model, so it is known to catch a changed, missing or stray file either way.
 const cachePresent = existsSync(cacheManifest);
-describe('fetched model cache (.cache/models, checked only when present)', () => {
+describe('fetched model cache (.cache/models)', () => {
   it.skipIf(!cachePresent)('matches the manifest that models:fetch wrote', () => {
     const manifest = readManifest(cacheManifest);
+    expect(manifest.models.length).toBeGreaterThan(0);
     for (const model of manifest.models) checkModel(model);
   });
 
-  it.skipIf(cachePresent)('is absent, which is fine: nothing to check', () => {
-    expect(cachePresent).toBe(false);
+  describe('the check, on a staged cache', () => {
+    const staged: string[] = [];
+    afterEach(() => {
+      for (const dir of staged.splice(0)) rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** A copy of one committed model at .cache/models/<name> under a fresh root. */
+    function stage(): { base: string; model: ManifestModel; dir: string } {
+      const committed = readManifest(committedManifest).models.find(
+        (m) => m.path === 'test/fixtures/models/bert-text-classification',
+      );
+      if (committed === undefined) throw new Error('bert-text-classification is not committed');
+      const base = mkdtempSync(join(tmpdir(), 'model-cache-'));
+      staged.push(base);
+      const model = { ...committed, kind: 'cache', path: '.cache/models/bert-text-classification' };
+      const dir = join(base, model.path);
+      cpSync(join(root, committed.path), dir, { recursive: true });
+      writeFileSync(
+        join(base, '.cache', 'models', 'manifest.json'),
+        JSON.stringify({ schema: 'hugot-stream/model-manifest@1', models: [model] }),
+      );
+      return { base, model, dir };
+    }
+
+    it('passes an intact copy', () => {
+      const { base, model } = stage();
+      expect(() => checkModel(model, base)).not.toThrow();
+    });
+
+    it('fails a changed file, a missing file and a stray file', () => {
+      const { base, model, dir } = stage();
+      appendFileSync(join(dir, 'config.json'), ' ');
+      expect(() => checkModel(model, base)).toThrow(/config\.json size/);
+      const intact = stage();
+      rmSync(join(intact.dir, 'tokenizer.json'));
+      expect(() => checkModel(intact.model, intact.base)).toThrow();
+      const extra = stage();
+      writeFileSync(join(extra.dir, 'stray.bin'), 'x');
+      expect(() => checkModel(extra.model, extra.base)).toThrow();
+    });
   });
 });
