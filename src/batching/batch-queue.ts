@@ -141,9 +141,9 @@ export class BatchQueue<T> {
 
   private gather(anchor: QueueItem<T>): { batch: QueueItem<T>[]; full: boolean } {
     const level = this.levels[anchor.priority] ?? [];
-    const window = level
-      .slice(0, this.options.sortWindow)
-      .sort((a, b) => a.tokens - b.tokens || a.id - b.id);
+    const window = level.slice(0, this.options.sortWindow);
+    // In arrival order the anchor (its level's head) is first, so only right-hand mates follow.
+    if (this.options.order === 'length') window.sort((a, b) => a.tokens - b.tokens || a.id - b.id);
     const at = window.indexOf(anchor);
     let left = at - 1;
     let right = at + 1;

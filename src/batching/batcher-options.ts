@@ -23,6 +23,12 @@ export const batcherOptionsSchema = z
     maxWaitMs: z.number().min(0).default(10),
     /** How many of the oldest queued items are sorted by length to pick batch mates. */
     sortWindow: z.number().int().min(1).default(256),
+    /**
+     * 'length': mates are the anchor's nearest neighbours by length in the window. 'arrival':
+     * mates are the next items in arrival order, the batch cut at the first that does not fit
+     * (the benchmark's ablation of length sorting with the token budget kept).
+     */
+    order: z.enum(['length', 'arrival']).default('length'),
     /** Number of priority levels; 0 is the most urgent. */
     priorities: z.number().int().min(1).max(16).default(3),
     /** Sources are told to pause at this many queued items... */

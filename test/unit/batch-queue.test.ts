@@ -54,6 +54,21 @@ describe('BatchQueue: length-aware and fair', () => {
     expect(real / (padded(first) + padded(second))).toBeGreaterThan(0.95);
   });
 
+  it("order 'arrival' keeps the budget but takes mates in arrival order", () => {
+    const push = (q: BatchQueue<string>): void =>
+      [100, 5, 98, 6, 97, 4].forEach((len, i) => q.push(`${len}#${i}`, len, 0));
+    const arrival = queue({ maxBatchSize: 3, maxBatchTokens: 250, order: 'arrival' });
+    push(arrival);
+    // A third row would pad to 100 x 3 = 300 > 250: the budget still cuts.
+    expect(names(arrival.cut(0).batch)).toEqual(['100#0', '5#1']);
+    expect(names(arrival.cut(0).batch)).toEqual(['98#2', '6#3']);
+    // The last two end the queue: not full, so they go when their wait is up.
+    expect(names(arrival.cut(10).batch)).toEqual(['97#4', '4#5']);
+    const length = queue({ maxBatchSize: 3, maxBatchTokens: 250 });
+    push(length);
+    expect(names(length.cut(0).batch)).toEqual(['100#0', '98#2']);
+  });
+
   it('always includes the oldest item, so a long item among many short ones is not starved', () => {
     const q = queue({ maxBatchSize: 4, maxBatchTokens: 10_000, sortWindow: 64 });
     q.push('long', 300, 0);
