@@ -79,8 +79,15 @@ export class FileSource implements Source {
     this.updateFlow();
     this.deps.runner
       .decide(record)
-      .then((outcome) =>
-        this.writer.complete(ticket, () => this.deps.runner.write(outcome).then(() => undefined)),
+      .then(
+        (outcome) =>
+          this.writer.complete(ticket, () => this.deps.runner.write(outcome).then(() => undefined)),
+        // A record that could not be decided still gives up its place in line (its failure is
+        // logged below), or every later line would wait for it forever.
+        (err: unknown) =>
+          this.writer.complete(ticket, () =>
+            Promise.reject(err instanceof Error ? err : new Error(String(err))),
+          ),
       )
       .catch((err: unknown) =>
         this.deps.logger.error({ err, line: record.origin }, 'a record could not be written'),

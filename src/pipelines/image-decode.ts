@@ -8,6 +8,13 @@ import type { RgbImage } from './pil-resize.ts';
 /** A file path, the bytes of an encoded image (PNG, JPEG, WebP, ...), or raw RGB pixels. */
 export type ImageInput = string | Uint8Array | RgbImage;
 
+/**
+ * Decoding stops past this many pixels (sharp's own default, 16383 x 16383, would take ~800 MB of
+ * RGB): 25 megapixels is more than any image model here resizes from. Stream routes check
+ * limits.maxImagePixels on the header before an image reaches this point.
+ */
+export const MAX_DECODED_PIXELS = 25_000_000;
+
 export async function decodeImage(input: ImageInput, field: string): Promise<RgbImage> {
   if (isRawImage(input)) return checkRaw(input, field);
   if (typeof input !== 'string' && !(input instanceof Uint8Array)) {
@@ -18,7 +25,7 @@ export async function decodeImage(input: ImageInput, field: string): Promise<Rgb
   }
   let decoded: { data: Buffer; info: OutputInfo };
   try {
-    decoded = await sharp(input, { failOn: 'error' })
+    decoded = await sharp(input, { failOn: 'error', limitInputPixels: MAX_DECODED_PIXELS })
       .rotate()
       .raw()
       .toBuffer({ resolveWithObject: true });

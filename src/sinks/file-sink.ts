@@ -3,6 +3,7 @@
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
+import { envelopeHeaders } from '../stream/headers.ts';
 import type { OutputRecord } from '../stream/record.ts';
 import type { Sink } from './sink.ts';
 
@@ -44,6 +45,6 @@ function envelopeOf(record: OutputRecord): Record<string, unknown> {
   return {
     key: record.key?.toString('utf8') ?? null,
     ...(exact ? { value: text } : { valueBase64: record.value.toString('base64') }),
-    headers: record.headers,
+    ...envelopeHeaders(record.headers),
   };
 }

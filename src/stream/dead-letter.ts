@@ -2,9 +2,10 @@
 // headers in the manner of Kafka Connect's error reporting that say where the record came from,
 // which stage refused it, and why.
 import { hostname } from 'node:os';
-import type { OutputRecord, SourceRecord } from './record.ts';
+import type { Headers, OutputRecord, SourceRecord } from './record.ts';
 
-export type Stage = 'decode' | 'validate' | 'inference' | 'sink';
+/** Where a record was refused: 'output' is shaping the output record, 'sink' writing it. */
+export type Stage = 'decode' | 'validate' | 'inference' | 'output' | 'sink';
 
 export const DLQ_HEADER_PREFIX = 'hugot.error.';
 
@@ -45,7 +46,7 @@ export function deadLetter(
     'worker.id': workerId,
   };
   for (const [k, v] of Object.entries(where)) errorHeaders[k] = v;
-  const headers: Record<string, string> = { ...record.headers };
+  const headers: Headers = { ...record.headers };
   for (const [k, v] of Object.entries(errorHeaders)) headers[`${DLQ_HEADER_PREFIX}${k}`] = v;
   return { key: record.key, value: record.value, headers, origin };
 }

@@ -53,7 +53,7 @@ export function requestIdOf(origin: RecordOrigin): string {
  */
 export function partialRecord(
   record: SourceRecord,
-  output: RouteConfig['output'],
+  output: Pick<RouteConfig['output'], 'mode' | 'field'>,
   partial: PartialValue,
 ): OutputRecord {
   let value: unknown = partial;

@@ -1,17 +1,22 @@
-// One record's way through a route: size check, decode, pick the input field, check its shape,
-// inference, and the output record. Every refusal becomes a dead-letter record naming the stage;
-// a retriable failure (a crashed inference thread) is handed back for the caller to retry. A sink
-// failure during processing (a streamed partial record) rejects instead: the record is fine, it
-// must only not be acknowledged.
-import { HugotError, InputError, SinkError } from '../errors.ts';
+// One record's way through a route: size check, decode, pick the input field, check its shape and
+// limits, inference, and the output record. Every refusal becomes a dead-letter record naming the
+// stage, and so does any failure nobody foresaw (a stack overflow, a bug) while this record is
+// handled: it is this record's problem, never the worker's or the partition's. A retriable
+// failure (a crashed inference thread) is handed back for the caller to retry. A sink failure
+// during processing (a streamed partial record) rejects instead: the record is fine, it must only
+// not be acknowledged.
+import { HugotError, SinkError } from '../errors.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import { deadLetter, type Stage } from './dead-letter.ts';
-import { getPath, setPath } from './field-path.ts';
+import { getPath } from './field-path.ts';
+import { ImageInputs, ImageRefusedError } from './image-input.ts';
+import { IMAGE_TASKS } from './image-tasks.ts';
 import { checkInputShape } from './input-shape.ts';
+import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
 export type Outcome =
-  | { kind: 'output'; record: OutputRecord; result: unknown }
+  | { kind: 'output'; record: OutputRecord; result: unknown; source: SourceRecord }
   | { kind: 'dead'; record: OutputRecord; code: string; message: string }
   | { kind: 'retry'; error: unknown };
 
@@ -26,72 +31,130 @@ export type Submit = (pipeline: string, input: unknown, context: SubmitContext) 
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** A refusal found while handling a record: becomes its dead letter (never leaves process()). */
+class Refusal extends Error {
+  override name = 'Refusal';
+  readonly stage: Stage;
+  readonly code: string;
+  constructor(stage: Stage, code: string, message: string) {
+    super(message);
+    this.stage = stage;
+    this.code = code;
+  }
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 export class RecordProcessor {
   private readonly route: RouteConfig;
   private readonly task: string;
   private readonly limits: WorkerConfig['limits'];
   private readonly submit: Submit;
+  private readonly images: ImageInputs | undefined;
 
   constructor(route: RouteConfig, task: string, limits: WorkerConfig['limits'], submit: Submit) {
     this.route = route;
     this.task = task;
     this.limits = limits;
     this.submit = submit;
+    this.images = IMAGE_TASKS.has(task)
+      ? new ImageInputs({
+          from: route.input.images?.from ?? 'base64',
+          root: route.input.images?.root,
+          maxPixels: limits.maxImagePixels,
+          maxBytes: limits.maxImageBytes,
+        })
+      : undefined;
   }
 
   async process(record: SourceRecord): Promise<Outcome> {
-    const dead = (stage: Stage, code: string, message: string): Outcome => ({
-      kind: 'dead',
-      record: deadLetter(record, stage, code, message),
-      code,
-      message,
-    });
-    if (record.value.length > this.limits.maxRecordBytes) {
-      return dead(
+    const at: { stage: Stage } = { stage: 'decode' };
+    try {
+      return await this.steps(record, at);
+    } catch (err) {
+      if (err instanceof SinkError) throw err;
+      const refusal =
+        err instanceof Refusal
+          ? err
+          : new Refusal(
+              at.stage,
+              err instanceof HugotError ? err.code : 'INTERNAL',
+              `${at.stage} failed: ${messageOf(err)}`,
+            );
+      return {
+        kind: 'dead',
+        record: deadLetter(record, refusal.stage, refusal.code, refusal.message),
+        code: refusal.code,
+        message: refusal.message,
+      };
+    }
+  }
+
+  private async steps(record: SourceRecord, at: { stage: Stage }): Promise<Outcome> {
+    const limits = this.limits;
+    at.stage = 'validate';
+    if (record.value.length > limits.maxRecordBytes) {
+      throw new Refusal(
         'validate',
         'RECORD_TOO_LARGE',
-        `the record is ${record.value.length} bytes, over limits.maxRecordBytes (${this.limits.maxRecordBytes})`,
+        `the record is ${record.value.length} bytes, over limits.maxRecordBytes (${limits.maxRecordBytes})`,
       );
     }
-    let text: string;
-    try {
-      text = utf8.decode(record.value);
-    } catch {
-      return dead('decode', 'INVALID_UTF8', 'the record is not valid UTF-8');
-    }
     const { format, field } = this.route.input;
+    at.stage = 'decode';
+    let text: string | undefined;
+    if (format !== 'bytes') {
+      try {
+        text = utf8.decode(record.value);
+      } catch {
+        throw new Refusal('decode', 'INVALID_UTF8', 'the record is not valid UTF-8');
+      }
+    }
     let parsed: unknown;
     let input: unknown;
-    if (format === 'text') {
-      input = text;
-    } else {
-      try {
-        parsed = JSON.parse(text) as unknown;
-      } catch (err) {
-        return dead(
+    if (format === 'bytes') input = record.value;
+    else if (format === 'text') input = text;
+    else {
+      // Checked before parsing: what a deep value breaks (JSON.stringify, the copy to an
+      // inference thread) recurses, and a stack overflow there must not be the first sign.
+      if (nestsDeeperThan(text as string, limits.maxJsonDepth))
+        throw new Refusal(
           'decode',
-          'INVALID_JSON',
-          `the record is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+          'JSON_TOO_DEEP',
+          `the record nests deeper than limits.maxJsonDepth (${limits.maxJsonDepth}) levels`,
         );
+      try {
+        parsed = JSON.parse(text as string) as unknown;
+      } catch (err) {
+        throw new Refusal('decode', 'INVALID_JSON', `the record is not JSON: ${messageOf(err)}`);
       }
       input = getPath(parsed, field);
       if (input === undefined)
-        return dead(
+        throw new Refusal(
           'validate',
           'FIELD_MISSING',
           `the record has no '${field}' field (route input.field)`,
         );
     }
-    try {
-      checkInputShape(
-        this.task,
-        input,
-        format === 'text' ? 'the record' : `'${field}'`,
-        this.limits.maxTextLength,
-      );
-    } catch (err) {
-      return dead('validate', 'WRONG_TYPE', err instanceof Error ? err.message : String(err));
+    at.stage = 'validate';
+    const label = format === 'json' ? `'${field}'` : 'the record';
+    if (this.images !== undefined) {
+      try {
+        input = await this.images.bytesOf(input, label);
+      } catch (err) {
+        if (err instanceof ImageRefusedError)
+          throw new Refusal('validate', err.reason, err.message);
+        throw err;
+      }
+    } else {
+      try {
+        checkInputShape(this.task, input, label, limits);
+      } catch (err) {
+        throw new Refusal('validate', 'WRONG_TYPE', messageOf(err));
+      }
     }
+    this.checkGenerationOptions(parsed);
+    at.stage = 'inference';
     let result: unknown;
     try {
       result = await this.submit(this.route.pipeline, input, { record, parsed });
@@ -99,32 +162,60 @@ export class RecordProcessor {
       if (err instanceof SinkError) throw err;
       if (err instanceof HugotError && err.retriable) return { kind: 'retry', error: err };
       const code = err instanceof HugotError ? err.code : 'INTERNAL';
-      return dead('inference', code, err instanceof Error ? err.message : String(err));
+      throw new Refusal('inference', code, messageOf(err));
     }
+    at.stage = 'output';
     const plain = toPlain(result);
-    let value: unknown = plain;
+    const resultJson = JSON.stringify(plain);
+    let value = resultJson;
     if (this.route.output.mode === 'merge') {
-      value = format === 'json' ? parsed : { input: text };
+      // Spliced into the record's own text: nothing outside the output field changes.
+      const base = format === 'json' ? (text as string) : JSON.stringify({ input: text });
       try {
-        setPath(value, this.route.output.field, plain);
+        value = spliceField(base, this.route.output.field, resultJson, this.route.output.overwrite);
       } catch (err) {
-        return dead(
-          'validate',
-          err instanceof InputError ? 'NOT_AN_OBJECT' : 'INTERNAL',
-          err instanceof Error ? err.message : String(err),
+        if (!(err instanceof SpliceRefused)) throw err;
+        throw new Refusal(
+          'output',
+          err.reason === 'not-an-object' ? 'NOT_AN_OBJECT' : 'OUTPUT_FIELD_EXISTS',
+          err.message,
         );
       }
     }
     return {
       kind: 'output',
       result: plain,
+      source: record,
       record: {
         key: record.key,
-        value: Buffer.from(JSON.stringify(value)),
+        value: Buffer.from(value),
         headers: { ...record.headers },
         origin: record.origin,
       },
     };
+  }
+
+  /** A record's own generation options: at most limits.maxStopSequences stop sequences. */
+  private checkGenerationOptions(parsed: unknown): void {
+    const optionsField = this.route.generation?.optionsField;
+    if (optionsField === undefined) return;
+    const stops = (getPath(parsed, optionsField) as { stopSequences?: unknown } | undefined)
+      ?.stopSequences;
+    if (!Array.isArray(stops)) return;
+    const at = `'${optionsField}.stopSequences'`;
+    if (stops.length > this.limits.maxStopSequences)
+      throw new Refusal(
+        'validate',
+        'LIMIT_EXCEEDED',
+        `${at} has ${stops.length} stop sequences, over limits.maxStopSequences (${this.limits.maxStopSequences})`,
+      );
+    for (const stop of stops)
+      if (typeof stop === 'string' && stop.length > this.limits.maxTextLength)
+        throw new Refusal(
+          'validate',
+          'LIMIT_EXCEEDED',
+          `a stop sequence in ${at} is ${stop.length} characters, over limits.maxTextLength (${this.limits.maxTextLength})`,
+        );
   }
 }
 

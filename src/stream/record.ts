@@ -7,11 +7,17 @@ export type RecordOrigin =
   | { kind: 'redis-stream'; stream: string; id: string }
   | { kind: 'file'; path: string; line: number };
 
+/** A header value as it came: bytes from Kafka (which need not be UTF-8), text elsewhere. */
+export type HeaderValue = string | Buffer;
+
+/** Headers by name; a name the record repeats holds its values in their order. */
+export type Headers = Record<string, HeaderValue | HeaderValue[]>;
+
 export interface SourceRecord {
   /** The bytes as received; a dead-lettered record carries them untouched. */
   value: Buffer;
   key: Buffer | null;
-  headers: Record<string, string>;
+  headers: Headers;
   origin: RecordOrigin;
   /** Aborted when the source gave the record up (its Kafka partition was revoked): stop work on it. */
   signal?: AbortSignal;
@@ -20,7 +26,7 @@ export interface SourceRecord {
 export interface OutputRecord {
   key: Buffer | null;
   value: Buffer;
-  headers: Record<string, string>;
+  headers: Headers;
   origin: RecordOrigin;
 }
 

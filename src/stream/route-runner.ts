@@ -1,10 +1,13 @@
 // Runs one record through its route and writes the outcome: the output to the sink, or a dead
 // letter to the DLQ. A retriable failure is retried with backoff a few times, then dead-lettered.
+// An output the sink cannot take (larger than its limit, or refused by it for what it is) is
+// dead-lettered too, at the sink stage: writing it again would fail again and stall the route.
 // When handle() resolves, the record is safe to acknowledge; when it rejects (a sink failed), it
 // is not.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { OutputRejectedError, SinkError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { Sink } from '../sinks/sink.ts';
+import { recordBytes, type Sink } from '../sinks/sink.ts';
 import { deadLetter } from './dead-letter.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
 import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';
@@ -42,7 +45,7 @@ export class RouteRunner {
   /** Processes without writing: for sources that must order writes themselves (Kafka). */
   async decide(record: SourceRecord): Promise<Exclude<Outcome, { kind: 'retry' }>> {
     this.counters.received += 1;
-    let outcome = await this.options.processor.process(record);
+    let outcome = await this.process(record);
     for (
       let attempt = 1;
       outcome.kind === 'retry' && attempt <= this.options.retries;
@@ -54,7 +57,7 @@ export class RouteRunner {
         'retrying a record after a retriable failure',
       );
       await sleep(100 * 2 ** (attempt - 1));
-      outcome = await this.options.processor.process(record);
+      outcome = await this.process(record);
     }
     if (outcome.kind === 'retry') {
       const message =
@@ -75,12 +78,49 @@ export class RouteRunner {
     return outcome;
   }
 
+  /** The processor catches what a record does; this is the last guard, for its own bugs. */
+  private async process(record: SourceRecord): Promise<Outcome> {
+    try {
+      return await this.options.processor.process(record);
+    } catch (err) {
+      if (err instanceof SinkError) throw err;
+      const message = `processing failed: ${err instanceof Error ? err.message : String(err)}`;
+      return {
+        kind: 'dead',
+        record: deadLetter(record, 'inference', 'INTERNAL', message),
+        code: 'INTERNAL',
+        message,
+      };
+    }
+  }
+
   /** Writes a decided outcome to the sink or the DLQ. */
-  async write(outcome: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
+  async write(decided: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
+    let outcome = decided;
     if (outcome.kind === 'output') {
-      if (this.options.sink !== undefined) await this.options.sink.write(outcome.record);
-      this.counters.written += 1;
-      return { kind: 'written', output: outcome.record, result: outcome.result };
+      const sink = this.options.sink;
+      let refusal: { code: string; message: string } | undefined;
+      const bytes = recordBytes(outcome.record);
+      if (sink?.maxRecordBytes !== undefined && bytes > sink.maxRecordBytes) {
+        refusal = {
+          code: 'OUTPUT_TOO_LARGE',
+          message: `the output is about ${bytes} bytes, over the sink's limit of ${sink.maxRecordBytes} (sink maxMessageBytes); shrink the output or raise the limit (with the topic's max.message.bytes)`,
+        };
+      } else {
+        try {
+          if (sink !== undefined) await sink.write(outcome.record);
+          this.counters.written += 1;
+          return { kind: 'written', output: outcome.record, result: outcome.result };
+        } catch (err) {
+          if (!(err instanceof OutputRejectedError)) throw err;
+          refusal = { code: err.code, message: err.message };
+        }
+      }
+      outcome = {
+        kind: 'dead',
+        record: deadLetter(outcome.source, 'sink', refusal.code, refusal.message),
+        ...refusal,
+      };
     }
     if (this.options.dlq !== undefined) await this.options.dlq.write(outcome.record);
     else {

@@ -33,7 +33,7 @@ export interface GenerationSubmitter {
 
 export interface StreamedGenerationOptions {
   engine: GenerationSubmitter;
-  output: RouteConfig['output'];
+  output: Omit<RouteConfig['output'], 'overwrite'>;
   generation: RouteGenerationConfig | undefined;
   /** The route's sink; resolves once the partial record is durably handed over. */
   writePartial: (record: OutputRecord) => Promise<void>;

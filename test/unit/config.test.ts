@@ -28,8 +28,17 @@ describe('config', () => {
     const config = parseConfigText(valid, {});
     expect(config.delivery).toEqual({ mode: 'at-least-once', retries: 2, commitIntervalMs: 1000 });
     expect(config.routes[0]?.input).toEqual({ format: 'json', field: 'text' });
-    expect(config.routes[0]?.output).toEqual({ mode: 'merge', field: 'result' });
+    expect(config.routes[0]?.output).toEqual({ mode: 'merge', field: 'result', overwrite: false });
     expect(config.shards).toEqual(['cpu']);
+    expect(config.limits).toEqual({
+      maxRecordBytes: 1_048_576,
+      maxTextLength: 100_000,
+      maxJsonDepth: 64,
+      maxListItems: 256,
+      maxStopSequences: 16,
+      maxImagePixels: 25_000_000,
+      maxImageBytes: 20_971_520,
+    });
   });
 
   it('reads ${VAR} and ${VAR:-default} from the environment', () => {

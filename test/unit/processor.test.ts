@@ -99,7 +99,7 @@ describe('record processor', () => {
         'hugot.error.origin.offset': '42',
       });
       expect(outcome.record.headers['hugot.error.message']?.length).toBeGreaterThan(5);
-      expect(Date.parse(outcome.record.headers['hugot.error.time'] ?? '')).not.toBeNaN();
+      expect(Date.parse(String(outcome.record.headers['hugot.error.time']))).not.toBeNaN();
       expect(outcome.record.headers['hugot.error.worker.id']).toMatch(/-\d+$/);
     });
   }

@@ -68,6 +68,7 @@ function route(everyTokens: number | undefined): { output: RouteConfig['output']
     output: {
       mode: 'result',
       field: 'result',
+      overwrite: false,
       ...(everyTokens !== undefined ? { stream: { everyTokens } } : {}),
     },
   };

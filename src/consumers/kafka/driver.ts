@@ -1,6 +1,7 @@
 // The few Kafka operations the source and sink need, so that the client library is a choice:
 // kafkajs today (kafkajs-driver.ts), a maintained client such as @platformatic/kafka later,
 // without touching the source, the offset tracking or the sinks.
+import type { Headers } from '../../stream/record.ts';
 
 export interface TopicPartition {
   topic: string;
@@ -16,7 +17,8 @@ export interface DriverMessage {
   offset: string;
   key: Buffer | null;
   value: Buffer | null;
-  headers: Record<string, string>;
+  /** As they came: byte values, a repeated name's values in order. */
+  headers: Headers;
 }
 
 export interface DriverBatch extends TopicPartition {
@@ -69,7 +71,7 @@ export interface KafkaConsumerDriver {
 export interface ProducedMessage {
   key: Buffer | null;
   value: Buffer;
-  headers: Record<string, string>;
+  headers: Headers;
 }
 
 export interface KafkaProducerDriver {
