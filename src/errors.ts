@@ -14,7 +14,8 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'WORKER_CRASHED'
   | 'SINK_FAILED'
-  | 'CLOSED';
+  | 'CLOSED'
+  | 'CONNECTION_REFUSED';
 
 export interface HugotErrorOptions {
   cause?: unknown;
@@ -146,6 +147,18 @@ export class ClosedError extends HugotError {
   }
 }
 
+/**
+ * A broker or Redis refused the worker at start-up for a reason that retrying cannot fix: wrong
+ * credentials, a certificate that does not verify, TLS spoken to a plain port. The message names
+ * the connection and the config field to fix; it never holds the secret.
+ */
+export class ConnectionError extends HugotError {
+  override name = 'ConnectionError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('CONNECTION_REFUSED', message, false, options);
+  }
+}
+
 export interface SerializedError {
   name: string;
   code: ErrorCode | undefined;
@@ -194,6 +207,7 @@ const errorClasses: Record<string, ErrorClass> = {
   WorkerCrashedError,
   SinkError,
   ClosedError,
+  ConnectionError,
 };
 
 export function deserializeError(s: SerializedError): Error {

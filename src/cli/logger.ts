@@ -1,13 +1,48 @@
 // The CLI's logger: pino, JSON lines on standard error, so standard output stays free for data.
-import { pino } from 'pino';
-import type { Logger } from '../logger.ts';
+// Every line is scrubbed of secrets twice over: redactingLogger walks the fields (errors
+// included) before pino sees them, and pino's own `redact` paths censor the known secret fields
+// should anything reach pino another way.
+import { pino, type DestinationStream } from 'pino';
+import { redactingLogger, type Logger } from '../logger.ts';
+import { REDACTED, redactValue } from '../redaction.ts';
 
-export function createCliLogger(level = process.env['HUGOT_LOG_LEVEL'] ?? 'info'): Logger {
-  const logger = pino({ level, base: { pid: process.pid } }, pino.destination(2));
-  return {
+/** Fields that hold secrets in the shapes this project and its clients log. */
+export const REDACT_PATHS = [
+  'password',
+  '*.password',
+  '*.*.password',
+  'sasl.password',
+  '*.sasl.password',
+  'token',
+  '*.token',
+  'err.command.args',
+  'error.command.args',
+  '*.command.args',
+  'headers.authorization',
+  'headers.cookie',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  'options.password',
+  '*.options.password',
+];
+
+export function createCliLogger(
+  level = process.env['HUGOT_LOG_LEVEL'] ?? 'info',
+  destination: DestinationStream = pino.destination(2),
+): Logger {
+  const logger = pino(
+    {
+      level,
+      base: { pid: process.pid },
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
+      serializers: { err: (err: unknown) => redactValue(err) },
+    },
+    destination,
+  );
+  return redactingLogger({
     debug: (fields, message) => logger.debug(fields, message),
     info: (fields, message) => logger.info(fields, message),
     warn: (fields, message) => logger.warn(fields, message),
     error: (fields, message) => logger.error(fields, message),
-  };
+  });
 }

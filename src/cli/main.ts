@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The hugot-stream command line.
 import { Command } from 'commander';
+import { checkConnections, describeConnections } from '../config/connection-checks.ts';
 import { loadConfigFile } from '../config/load-config.ts';
 import { HugotError } from '../errors.ts';
 import { findModelFolders } from '../models/model-folder.ts';
+import { redactText } from '../redaction.ts';
 import { createCliLogger } from './logger.ts';
 import { runWorker } from './run-command.ts';
 
@@ -23,6 +25,7 @@ export function buildCli(out: (text: string) => void): Command {
     .option('-c, --config <file>', 'YAML config file', 'config/demo.yaml')
     .action(async (options: { config: string }) => {
       const config = await loadConfigFile(options.config);
+      checkConnections(config);
       process.exitCode = await runWorker(config, createCliLogger(), (text) =>
         process.stderr.write(text),
       );
@@ -34,9 +37,11 @@ export function buildCli(out: (text: string) => void): Command {
     .argument('<file>', 'YAML config file')
     .action(async (file: string) => {
       const config = await loadConfigFile(file);
+      checkConnections(config);
       out(
         `${file} is valid: ${Object.keys(config.models).length} model(s), ${Object.keys(config.pipelines).length} pipeline(s), ${config.routes.length} route(s), delivery ${config.delivery.mode}\n`,
       );
+      for (const line of describeConnections(config)) out(`  connection: ${line}\n`);
     });
 
   const models = program.command('models').description('inspect model folders');
@@ -66,8 +71,9 @@ if (import.meta.main) {
     await cli.parseAsync(process.argv);
   } catch (err) {
     // Configuration and model-folder errors already say what is wrong and how to fix it.
+    // Scrubbed: an error from a client library may quote a connection string with its password.
     process.stderr.write(
-      `hugot-stream: ${err instanceof HugotError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      `hugot-stream: ${redactText(err instanceof HugotError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`,
     );
     process.exitCode = 2;
   }

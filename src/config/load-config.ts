@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { ConfigError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { parseGenerationOptions } from '../pipelines/generation-options.ts';
+import { resolveConnectionPaths } from './connection-checks.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
 export type Environment = Record<string, string | undefined>;
@@ -25,6 +26,7 @@ export async function loadConfigFile(
   const base = dirname(resolve(path));
   for (const model of Object.values(config.models))
     if (!isAbsolute(model.path)) model.path = resolve(base, model.path);
+  resolveConnectionPaths(config, base);
   return config;
 }
 

@@ -2,6 +2,7 @@
 // default lives here; validation happens once, at start-up, and names the field it rejects.
 import { z } from 'zod';
 import { runtimeOptionsSchema } from '../pipelines/runtime-options.ts';
+import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
 import {
   generativePipelineSchema,
   outputStreamSchema,
@@ -149,14 +150,8 @@ export const configSchema = z
     batching: z.record(z.string(), z.unknown()).optional(),
     connections: z
       .object({
-        kafka: z
-          .object({
-            brokers: z.array(name).min(1),
-            clientId: z.string().default('hugot-stream'),
-          })
-          .strict()
-          .optional(),
-        redis: z.object({ url: name }).strict().optional(),
+        kafka: kafkaConnectionSchema.optional(),
+        redis: redisConnectionSchema.optional(),
       })
       .strict()
       .default({}),

@@ -15,7 +15,12 @@
 //                   and stays in BullMQ's failed set
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, redisUrlOf } from '../services/redis-connection.ts';
+import {
+  closeRedis,
+  connectRedis,
+  redisReady,
+  redisTargetOf,
+} from '../services/redis-connection.ts';
 import { deadLetter } from '../stream/dead-letter.ts';
 import type { Outcome } from '../stream/processor.ts';
 import type { SourceRecord } from '../stream/record.ts';
@@ -59,8 +64,11 @@ export class BullmqSource implements Source {
   }
 
   async start(): Promise<void> {
-    const url = redisUrlOf(this.deps.config, 'source');
-    this.connection = connectRedis(url, `hugot-bullmq-${this.options.queue}`);
+    const target = redisTargetOf(this.deps.config, 'source');
+    this.connection = connectRedis(target, `hugot-bullmq-${this.options.queue}`);
+    // Wrong credentials or certificates fail the start with a clear error instead of a
+    // reconnect loop that logs the refusal forever.
+    await redisReady(this.connection, target.url);
     const worker = new Worker(this.options.queue, (job) => this.process(job), {
       connection: this.connection,
       concurrency: this.options.concurrency,

@@ -10,7 +10,12 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, redisUrlOf } from '../services/redis-connection.ts';
+import {
+  closeRedis,
+  connectRedis,
+  redisReady,
+  redisTargetOf,
+} from '../services/redis-connection.ts';
 import { deadLetter } from '../stream/dead-letter.ts';
 import type { SourceRecord } from '../stream/record.ts';
 import type { Source, SourceDeps } from './source.ts';
@@ -54,11 +59,14 @@ export class RedisStreamSource implements Source {
   }
 
   async start(): Promise<void> {
-    const url = redisUrlOf(this.deps.config, 'source');
+    const target = redisTargetOf(this.deps.config, 'source');
     const { stream, group } = this.options;
     // No auto-pipelining here: ioredis then mangles callBuffer (XAUTOCLAIM read as raw bytes).
-    this.client = connectRedis(url, `hugot-stream-${this.consumer}`);
-    this.reader = connectRedis(url, `hugot-stream-reader-${this.consumer}`);
+    this.client = connectRedis(target, `hugot-stream-${this.consumer}`);
+    this.reader = connectRedis(target, `hugot-stream-reader-${this.consumer}`);
+    // Wrong credentials or certificates fail the start with a clear error instead of a
+    // reconnect loop that logs the refusal forever.
+    await Promise.all([redisReady(this.client, target.url), redisReady(this.reader, target.url)]);
     this.readerId = Number(await this.reader.client('ID'));
     try {
       // From '0': a new group takes what the stream already holds, as Kafka's fromBeginning.

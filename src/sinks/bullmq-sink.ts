@@ -3,12 +3,12 @@
 // headers carrying the hugot.error.* fields.
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../services/redis-connection.ts';
+import { closeRedis, connectRedis, type RedisTarget } from '../services/redis-connection.ts';
 import type { OutputRecord } from '../stream/record.ts';
 import type { Sink } from './sink.ts';
 
 export interface BullmqSinkOptions {
-  url: string;
+  redis: RedisTarget;
   queue: string;
   jobName: string;
   /** Dead letters are written as an envelope that keeps the raw bytes and headers. */
@@ -22,7 +22,7 @@ export class BullmqSink implements Sink {
 
   constructor(options: BullmqSinkOptions) {
     this.options = options;
-    this.connection = connectRedis(options.url, `hugot-bullmq-sink-${options.queue}`);
+    this.connection = connectRedis(options.redis, `hugot-bullmq-sink-${options.queue}`);
     this.queue = new Queue(options.queue, { connection: this.connection });
   }
 

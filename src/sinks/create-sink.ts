@@ -1,7 +1,7 @@
 // Sink type in the config -> the class that writes it.
 import type { SinkConfig, WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
-import { redisUrlOf } from '../services/redis-connection.ts';
+import { redisTargetOf } from '../services/redis-connection.ts';
 import { BullmqSink } from './bullmq-sink.ts';
 import { kafkaDriverFor } from '../consumers/kafka/driver-for.ts';
 import { FileSink } from './file-sink.ts';
@@ -25,14 +25,14 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
       return undefined;
     case 'bullmq':
       return new BullmqSink({
-        url: redisUrlOf(context.config, 'sink'),
+        redis: redisTargetOf(context.config, 'sink'),
         queue: sink.queue,
         jobName: sink.jobName,
         deadLetters: context.deadLetters,
       });
     case 'redis-stream':
       return new RedisStreamSink({
-        url: redisUrlOf(context.config, 'sink'),
+        redis: redisTargetOf(context.config, 'sink'),
         stream: sink.stream,
         ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
       });

@@ -3,12 +3,12 @@
 // the key when there is one, and every header is a field of its own. A header that happens to be
 // named `value` or `key` is written as `header.value` / `header.key` so it cannot shadow them.
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../services/redis-connection.ts';
+import { closeRedis, connectRedis, type RedisTarget } from '../services/redis-connection.ts';
 import type { OutputRecord } from '../stream/record.ts';
 import type { Sink } from './sink.ts';
 
 export interface RedisStreamSinkOptions {
-  url: string;
+  redis: RedisTarget;
   stream: string;
   /** Trims the stream to about this many entries (MAXLEN ~): Redis trims whole nodes, cheaply. */
   maxLength?: number;
@@ -22,7 +22,7 @@ export class RedisStreamSink implements Sink {
 
   constructor(options: RedisStreamSinkOptions) {
     this.options = options;
-    this.client = connectRedis(options.url, `hugot-stream-sink-${options.stream}`, {
+    this.client = connectRedis(options.redis, `hugot-stream-sink-${options.stream}`, {
       autoPipelining: true,
     });
   }

@@ -15,7 +15,10 @@ import {
   type Message,
   type Producer,
 } from 'kafkajs';
+import type { KafkaConnectionConfig } from '../../config/connection-schema.ts';
 import type { Logger } from '../../logger.ts';
+import { registerCompressionCodecs } from './compression-codecs.ts';
+import { kafkaConnectError, type KafkaSecurity } from './kafka-security.ts';
 import type {
   ConsumerOptions,
   DriverBatch,
@@ -34,16 +37,35 @@ export interface KafkajsDriverOptions {
   brokers: string[];
   clientId: string;
   logger: Logger;
+  /** TLS and SASL options, files and secrets already read (kafka-security.ts). */
+  security?: KafkaSecurity;
+  /** Turns a refused connection into a ConnectionError naming the config field. */
+  connection?: KafkaConnectionConfig;
+  connectionTimeoutMs?: number;
+  authenticationTimeoutMs?: number;
 }
 
 export class KafkajsDriver implements KafkaDriver {
   private readonly kafka: Kafka;
+  private readonly explain: (err: unknown) => Error;
 
   constructor(options: KafkajsDriverOptions) {
     const { logger } = options;
+    // Topics written with zstd, snappy or lz4 would otherwise crash the consumer.
+    registerCompressionCodecs();
+    const connection = options.connection;
+    this.explain = (err) => kafkaConnectError(err, connection);
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
+      ...(options.security?.ssl !== undefined ? { ssl: options.security.ssl } : {}),
+      ...(options.security?.sasl !== undefined ? { sasl: options.security.sasl } : {}),
+      ...(options.connectionTimeoutMs !== undefined
+        ? { connectionTimeout: options.connectionTimeoutMs }
+        : {}),
+      ...(options.authenticationTimeoutMs !== undefined
+        ? { authenticationTimeout: options.authenticationTimeoutMs }
+        : {}),
       logLevel: logLevel.WARN,
       logCreator:
         () =>
@@ -70,13 +92,17 @@ export class KafkajsDriver implements KafkaDriver {
       }),
       this.kafka,
       options.groupId,
+      this.explain,
     );
   }
 
   producer(): KafkaProducerDriver {
     const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     return {
-      connect: () => producer.connect(),
+      connect: () =>
+        producer.connect().catch((err: unknown) => {
+          throw this.explain(err);
+        }),
       send: async (topic, messages) => {
         await producer.send({ topic, acks: -1, messages: messages.map(toKafkajs) });
       },
@@ -93,7 +119,9 @@ export class KafkajsDriver implements KafkaDriver {
     });
     return {
       connect: async () => {
-        await producer.connect();
+        await producer.connect().catch((err: unknown) => {
+          throw this.explain(err);
+        });
         // kafkajs registers the transactional id (InitProducerId, which fences an older holder
         // and settles its open transaction) only at the first transaction(), not at connect().
         // An empty transaction ends locally without a request to the broker.
@@ -121,15 +149,25 @@ class KafkajsConsumer implements KafkaConsumerDriver {
   private readonly consumer: Consumer;
   private readonly kafka: Kafka;
   private readonly groupId: string;
+  private readonly explain: (err: unknown) => Error;
 
-  constructor(consumer: Consumer, kafka: Kafka, groupId: string) {
+  constructor(
+    consumer: Consumer,
+    kafka: Kafka,
+    groupId: string,
+    explain: (err: unknown) => Error = (err) =>
+      err instanceof Error ? err : new Error(String(err)),
+  ) {
     this.consumer = consumer;
     this.kafka = kafka;
     this.groupId = groupId;
+    this.explain = explain;
   }
 
   connect(): Promise<void> {
-    return this.consumer.connect();
+    return this.consumer.connect().catch((err: unknown) => {
+      throw this.explain(err);
+    });
   }
 
   subscribe(topic: string, fromBeginning: boolean): Promise<void> {

@@ -1,0 +1,78 @@
+// connections.kafka and connections.redis: where the brokers are and how to prove who we are.
+// Secrets never have to sit in the file: each one can come from an environment variable
+// (`passwordEnv: NAME`), a file (`passwordFile: /run/secrets/x`, re-read by nothing but start-up,
+// except OAUTHBEARER tokens) or `${NAME}` interpolation of an inline field. docs/security.md.
+import { z } from 'zod';
+
+const name = z.string().min(1);
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name such as KAFKA_PASSWORD');
+
+/** A secret given inline (usually `${VAR}`), by environment variable or by file: at most one. */
+function secretFields<K extends string>(key: K) {
+  return {
+    [key]: z.string().min(1).optional(),
+    [`${key}Env`]: envName.optional(),
+    [`${key}File`]: name.optional(),
+  } as Record<K | `${K}Env` | `${K}File`, z.ZodOptional<z.ZodString>>;
+}
+
+export const tlsSchema = z
+  .object({
+    /** PEM file of the CA(s) that signed the server's certificate; default: Node's trusted CAs. */
+    caFile: name.optional(),
+    /** PEM client certificate and key (mutual TLS); both or neither. */
+    certFile: name.optional(),
+    keyFile: name.optional(),
+    ...secretFields('keyPassword'),
+    /** The name sent in SNI and checked against the certificate; default: the host connected to. */
+    servername: name.optional(),
+    /** Check that the certificate names the host (or `servername`). */
+    checkHostname: z.boolean().default(true),
+    /** Check the certificate chain against the CAs. Turning this off is for tests only. */
+    rejectUnauthorized: z.boolean().default(true),
+  })
+  .strict();
+
+export const saslMechanisms = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'] as const;
+
+export const saslSchema = z
+  .object({
+    mechanism: z.enum(saslMechanisms),
+    ...secretFields('username'),
+    ...secretFields('password'),
+    /** OAUTHBEARER: the bearer token; a tokenFile is read again at every authentication. */
+    ...secretFields('token'),
+  })
+  .strict();
+
+export const kafkaConnectionSchema = z
+  .object({
+    brokers: z.array(name).min(1),
+    clientId: z.string().default('hugot-stream'),
+    /** Present (even `{}`): connect with TLS. */
+    tls: tlsSchema.optional(),
+    sasl: saslSchema.optional(),
+    /** Milliseconds to wait for a TCP/TLS connection and for SASL authentication. */
+    connectionTimeoutMs: z.number().int().min(1).default(10_000),
+    authenticationTimeoutMs: z.number().int().min(1).default(10_000),
+  })
+  .strict();
+
+export const redisConnectionSchema = z
+  .object({
+    /** redis://host:port/db, or rediss:// for TLS. Credentials belong in username/password*. */
+    url: name,
+    /** ACL user (Redis 6+); without it, `password` authenticates the `default` user. */
+    ...secretFields('username'),
+    ...secretFields('password'),
+    /** Present (even `{}`): connect with TLS, whatever the URL's scheme. */
+    tls: tlsSchema.optional(),
+  })
+  .strict();
+
+export type TlsConfig = z.output<typeof tlsSchema>;
+export type SaslConfig = z.output<typeof saslSchema>;
+export type KafkaConnectionConfig = z.output<typeof kafkaConnectionSchema>;
+export type RedisConnectionConfig = z.output<typeof redisConnectionSchema>;
