@@ -1,17 +1,22 @@
 // npm run bench:throughput — issue 5's side-by-side throughput run. Every contender embeds (then
 // classifies) the same spam-assassin texts with the same ONNX file on the same cores:
-//   raw             ONNX Runtime alone on pre-tokenized, length-sorted, fixed batches (the limit)
+//   raw             ONNX Runtime alone on pre-tokenized, length-sorted batches, in the best layout
+//                   a calibration search finds (every thread split x batch size and token budget)
 //   ours            the in-process engine, every record submitted at once
-//   transformers.js @huggingface/transformers' pipeline, best of batch 1 and 32
-//   fifo            our pool with first-in-first-out batches of 32 (the ablation)
+//   transformers.js @huggingface/transformers' pipelines, in the best layout its own search finds
+//                   (every thread split x batch size, per task)
+//   fifo_sorted, budget_unsorted, fifo   our pool with one batching factor changed, and both
 // It logs progress, writes the full report to .cache/bench/throughput.json and ends with one
-// JSON line. Options: --texts N (default 2000), --cls-texts N (default 512), --latency N (120),
-// --cls-latency N (64).
+// JSON line. Options: --texts N (default 2000), --cls-texts N (512), --latency N (120),
+// --cls-latency N (64), --calibration N / --cls-calibration N (raw search sample rows: 256 / 64),
+// --tjs-calibration N / --cls-tjs-calibration N (transformers.js search texts: 128 / 48),
+// --only embedding|classification, --models fixtures (the tiny test models: a smoke run of the
+// machinery, not a measurement).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { CLASSIFICATION, EMBEDDING } from './lib/contenders.ts';
+import { CLASSIFICATION, EMBEDDING, onModel } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { round } from './lib/stats.ts';
 import { benchTask, type TaskReport } from './lib/task-bench.ts';
@@ -22,6 +27,11 @@ const { values } = parseArgs({
     'cls-texts': { type: 'string', default: '512' },
     latency: { type: 'string', default: '120' },
     'cls-latency': { type: 'string', default: '64' },
+    calibration: { type: 'string', default: '256' },
+    'cls-calibration': { type: 'string', default: '64' },
+    'tjs-calibration': { type: 'string', default: '128' },
+    'cls-tjs-calibration': { type: 'string', default: '48' },
+    models: { type: 'string' },
     /** One task alone, for a quicker look: embedding or classification. */
     only: { type: 'string' },
   },
@@ -38,27 +48,40 @@ const classificationCount = Number(values['cls-texts']);
 const only = values.only;
 if (only !== undefined && only !== 'embedding' && only !== 'classification')
   throw new Error(`--only must be 'embedding' or 'classification', not '${only}'`);
+if (values.models !== undefined && values.models !== 'fixtures')
+  throw new Error(`--models takes only 'fixtures', not '${values.models}'`);
+const fixtures = values.models === 'fixtures';
+const embeddingSpec = fixtures
+  ? onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
+  : EMBEDDING;
+const classificationSpec = fixtures
+  ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
+  : CLASSIFICATION;
 const embedding =
   only === 'classification'
     ? undefined
-    : await benchTask(EMBEDDING, {
+    : await benchTask(embeddingSpec, {
         texts: loadTexts(embeddingCount),
         spare: loadTexts(400, 7),
         latencyRecords: Number(values.latency),
         cores,
-        calibration: 64,
+        calibration: Number(values.calibration),
+        tjsCalibration: Number(values['tjs-calibration']),
+        alwaysRawWithOurLayout: fixtures,
         log,
       });
+// Classification searches its own layouts: a bigger model does not share the embedding's best.
 const classification =
   only === 'embedding'
     ? undefined
-    : await benchTask(CLASSIFICATION, {
+    : await benchTask(classificationSpec, {
         texts: loadTexts(classificationCount),
         spare: loadTexts(400, 7),
-        ...(embedding === undefined ? {} : { transformersJsBatch: embedding.transformersJsBatch }),
         latencyRecords: Number(values['cls-latency']),
         cores,
-        calibration: 16,
+        calibration: Number(values['cls-calibration']),
+        tjsCalibration: Number(values['cls-tjs-calibration']),
+        alwaysRawWithOurLayout: fixtures,
         log,
       });
 
@@ -67,8 +90,15 @@ function summary(report: TaskReport): Record<string, unknown> {
     ratios: {
       vs_raw: round(report.rps.ours / report.rps.raw),
       vs_transformers_js: round(report.rps.ours / report.rps.transformers_js),
+      vs_fifo_sorted: round(report.rps.ours / report.rps.fifo_sorted),
+      vs_budget_unsorted: round(report.rps.ours / report.rps.budget_unsorted),
       vs_fifo: round(report.rps.ours / report.rps.fifo),
     },
+    raw: report.raw.label,
+    transformers_js: report.transformersJs.label,
+    ...(report.rawWithOurLayout === undefined
+      ? {}
+      : { raw_with_our_layout_rps: round(report.rawWithOurLayout.rps, 2) }),
     padding_efficiency: round(report.paddingEfficiency.ours),
     p99_ms: round(report.latency.p99Ms, 1),
     p99_bound_ms: round(report.latency.boundMs, 1),
@@ -78,19 +108,30 @@ function summary(report: TaskReport): Record<string, unknown> {
   };
 }
 
+// A smoke run on the fixtures must not overwrite a real report.
+const reportFile = fixtures
+  ? '.cache/bench/throughput-fixtures.json'
+  : '.cache/bench/throughput.json';
 mkdirSync('.cache/bench', { recursive: true });
 writeFileSync(
-  '.cache/bench/throughput.json',
+  reportFile,
   JSON.stringify(
-    { cores, seconds: (performance.now() - started) / 1000, embedding, classification },
+    {
+      cores,
+      models: fixtures ? 'fixtures' : 'benchmark',
+      seconds: (performance.now() - started) / 1000,
+      embedding,
+      classification,
+    },
     null,
     2,
   ),
 );
-log('full report in .cache/bench/throughput.json');
+log(`full report in ${reportFile}`);
 process.stdout.write(
   `${JSON.stringify({
     bench: 'throughput',
+    ...(fixtures ? { models: 'fixtures (smoke run, not a measurement)' } : {}),
     ...(embedding === undefined ? {} : summary(embedding)),
     ...(classification === undefined ? {} : { classification: summary(classification) }),
   })}\n`,

@@ -1,8 +1,11 @@
 // What differs between the two benchmarked tasks: the model, how every contender truncates, how
 // transformers.js is driven, and how an output becomes numbers to compare across contenders.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { EnginePipeline } from '../../src/engine/engine.ts';
 import type { FeatureExtractionResult } from '../../src/pipelines/feature-extraction.ts';
 import type { LabelScore } from '../../src/pipelines/text-classification.ts';
+import type { RawSearchSpace } from './raw-search.ts';
 import { stageModel, tjsClassifier, tjsEmbedder } from './transformers-js.ts';
 
 /** One record's output reduced to a label (or '') and the numbers compared across contenders. */
@@ -22,10 +25,48 @@ export interface TaskSpec {
   /** Truncation length every contender applies. */
   maxLength: number;
   pipeline: Omit<EnginePipeline, 'model'>;
-  /** Raw batch sizes tried before the timed raw run. */
-  rawBatchSizes: number[];
+  /**
+   * What the raw calibration searches, with every thread split (bench/lib/raw-search.ts). The
+   * row cap of the token-budget batches is our engine's maxBatchSize, so the search includes our
+   * own layout (one single-threaded worker per core, budget 512, 32 rows).
+   */
+  rawSearch: RawSearchSpace;
+  /** transformers.js batch sizes searched, with every thread split (bench/lib/tjs-search.ts). */
+  tjsBatchSizes: number[];
   ours(output: unknown): Comparable;
   transformersJs(intraOpThreads: number): Promise<TjsRunner>;
+}
+
+const stagedFolders = new Map<string, string>();
+/** Stages the model for transformers.js once per folder, however many pipelines load it. */
+function staged(spec: TaskSpec): string {
+  let name = stagedFolders.get(spec.modelFolder);
+  if (name === undefined) {
+    name = stageModel(spec.modelFolder, spec.maxLength);
+    stagedFolders.set(spec.modelFolder, name);
+  }
+  return name;
+}
+
+/**
+ * The same task on another model folder (the smoke run uses the tiny test fixtures), truncated
+ * at that model's position limit where it is below the task's.
+ */
+export function onModel(spec: TaskSpec, modelFolder: string): TaskSpec {
+  const config = JSON.parse(readFileSync(join(modelFolder, 'config.json'), 'utf8')) as {
+    max_position_embeddings?: number;
+  };
+  const maxLength = Math.min(spec.maxLength, config.max_position_embeddings ?? Infinity);
+  const options = (spec.pipeline.options ?? {}) as Record<string, unknown>;
+  return {
+    ...spec,
+    modelFolder,
+    maxLength,
+    pipeline: {
+      ...spec.pipeline,
+      options: 'maxLength' in options ? { ...options, maxLength } : options,
+    },
+  };
 }
 
 export const EMBEDDING: TaskSpec = {
@@ -37,13 +78,15 @@ export const EMBEDDING: TaskSpec = {
     task: 'featureExtraction',
     options: { pooling: 'mean', normalize: true, maxLength: 256 },
   },
-  rawBatchSizes: [1, 4, 8, 32],
+  rawSearch: {
+    batchSizes: [1, 2, 4, 8, 16, 32, 64],
+    tokenBudgets: [256, 512, 1024, 2048, 4096, 8192],
+    maxRows: 32,
+  },
+  tjsBatchSizes: [1, 2, 4, 8, 16, 32],
   ours: (output) => ({ label: '', values: output as FeatureExtractionResult as Float32Array }),
   async transformersJs(intraOpThreads) {
-    const embedder = await tjsEmbedder(
-      stageModel(this.modelFolder, this.maxLength),
-      intraOpThreads,
-    );
+    const embedder = await tjsEmbedder(staged(this), intraOpThreads);
     return {
       run: async (texts) => (await embedder.embed(texts)).map((values) => ({ label: '', values })),
       close: () => embedder.close(),
@@ -56,16 +99,18 @@ export const CLASSIFICATION: TaskSpec = {
   modelFolder: '.cache/models/distilbert-base-classifier',
   maxLength: 512,
   pipeline: { task: 'textClassification', options: { topK: 1 } },
-  rawBatchSizes: [1, 4, 16],
+  rawSearch: {
+    batchSizes: [1, 2, 4, 8, 16, 32],
+    tokenBudgets: [512, 1024, 2048, 4096, 8192],
+    maxRows: 32,
+  },
+  tjsBatchSizes: [1, 2, 4, 8, 16],
   ours: (output) => {
     const [best] = output as LabelScore[];
     return { label: best?.label ?? '', values: [best?.score ?? NaN] };
   },
   async transformersJs(intraOpThreads) {
-    const classifier = await tjsClassifier(
-      stageModel(this.modelFolder, this.maxLength),
-      intraOpThreads,
-    );
+    const classifier = await tjsClassifier(staged(this), intraOpThreads);
     return {
       run: async (texts) =>
         (await classifier.classify(texts)).map(({ label, score }) => ({ label, values: [score] })),

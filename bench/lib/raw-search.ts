@@ -1,0 +1,132 @@
+// The raw contender's calibration: every thread split of the cores x every batch policy (fixed
+// batch sizes, and length-bucketed batches under a token budget) on an evenly spaced sample of
+// the rows; the finalists run again and the best mean wins. Bounded two ways: a policy family's
+// walk stops once throughput has fallen well below its best (throughput over batch size rises
+// to one peak, then falls), and a policy that would leave a worker without two batches of the
+// sample is not timed at all (idle workers would make its split look slow, not the policy).
+// A walk stops after two policies in a row below PRUNE_BELOW x its best.
+import { performance } from 'node:perf_hooks';
+import {
+  RawPool,
+  cutBatches,
+  describeConfig,
+  threadSplits,
+  type BatchPolicy,
+  type RawConfig,
+  type ThreadSplit,
+} from './raw-pool.ts';
+
+export interface RawSearchSpace {
+  batchSizes: number[];
+  tokenBudgets: number[];
+  /** Row cap of the token-budget batches. */
+  maxRows: number;
+}
+
+export interface RawSearch {
+  best: RawConfig;
+  bestRps: number;
+  /** records/s per config tried, or why a config was not timed. */
+  trials: Record<string, number | string>;
+  finalists: Record<string, number[]>;
+  seconds: number;
+}
+
+/** A family's walk stops after two policies in a row this far below the family's best. */
+export const PRUNE_BELOW = 0.75;
+const FINALISTS = 3;
+
+/** Times one policy on a running pool; undefined when the sample is too small to judge it. */
+export async function timeRaw(
+  pool: RawPool,
+  rows: readonly number[][],
+  split: ThreadSplit,
+  policy: BatchPolicy,
+): Promise<number | undefined> {
+  const batches = cutBatches(rows, policy);
+  if (batches.length < 2 * split.workers) return undefined;
+  // Warm-up on the longest batches: the arena grows to the largest shape before the clock runs.
+  await pool.run(batches.slice(-split.workers));
+  const started = performance.now();
+  await pool.run(batches);
+  return rows.length / ((performance.now() - started) / 1000);
+}
+
+export async function searchRaw(
+  onnxPath: string,
+  sample: readonly number[][],
+  cores: number,
+  space: RawSearchSpace,
+  log: (line: string) => void,
+): Promise<RawSearch> {
+  const started = performance.now();
+  const trials: Record<string, number | string> = {};
+  const measured: { config: RawConfig; rps: number }[] = [];
+  const families: BatchPolicy[][] = [
+    space.batchSizes.map((size) => ({ kind: 'rows' as const, size })),
+    space.tokenBudgets.map((budget) => ({
+      kind: 'tokens' as const,
+      budget,
+      maxRows: space.maxRows,
+    })),
+  ];
+  for (const split of threadSplits(cores)) {
+    const pool = await RawPool.start(onnxPath, split.workers, split.intraOpThreads);
+    try {
+      for (const family of families) {
+        let familyBest = 0;
+        let below = 0;
+        let pruned = false;
+        for (const batching of family) {
+          const config: RawConfig = { ...split, batching };
+          const name = describeConfig(config);
+          if (pruned) {
+            trials[name] = `pruned: two smaller ones ran below ${PRUNE_BELOW} x the best`;
+            continue;
+          }
+          const rps = await timeRaw(pool, sample, split, batching);
+          if (rps === undefined) {
+            trials[name] = 'not timed: fewer than 2 batches per worker in the sample';
+            continue;
+          }
+          trials[name] = rps;
+          measured.push({ config, rps });
+          // Two in a row below: one noisy trial must not end the walk.
+          below = rps < PRUNE_BELOW * familyBest ? below + 1 : 0;
+          if (below >= 2) pruned = true;
+          familyBest = Math.max(familyBest, rps);
+        }
+      }
+    } finally {
+      await pool.close();
+    }
+    log(`raw search: ${split.workers}x${split.intraOpThreads} done`);
+  }
+  if (measured.length === 0)
+    throw new Error('raw search: no config could be timed; give the calibration more rows');
+  // One lucky trial must not pick the config: the best few run again, the best mean wins.
+  measured.sort((a, b) => b.rps - a.rps);
+  const finalists: Record<string, number[]> = {};
+  let best = measured[0] as { config: RawConfig; rps: number };
+  let bestMean = 0;
+  for (const { config, rps } of measured.slice(0, FINALISTS)) {
+    const pool = await RawPool.start(onnxPath, config.workers, config.intraOpThreads);
+    let again: number | undefined;
+    try {
+      again = await timeRaw(pool, sample, config, config.batching);
+    } finally {
+      await pool.close();
+    }
+    const runs = again === undefined ? [rps] : [rps, again];
+    finalists[describeConfig(config)] = runs;
+    const mean = runs.reduce((a, b) => a + b, 0) / runs.length;
+    if (mean > bestMean) [best, bestMean] = [{ config, rps: mean }, mean];
+  }
+  return {
+    best: best.config,
+    bestRps: bestMean,
+    trials,
+    finalists,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
