@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'WORKER_CRASHED'
   | 'SINK_FAILED'
+  | 'OUTPUT_REJECTED'
   | 'CLOSED'
   | 'CONNECTION_REFUSED';
 
@@ -140,6 +141,17 @@ export class SinkError extends HugotError {
   }
 }
 
+/**
+ * The destination refused this one output for what it is (larger than a Kafka topic takes, an
+ * invalid record), so writing it again would fail the same way: its record goes to the DLQ.
+ */
+export class OutputRejectedError extends HugotError {
+  override name = 'OutputRejectedError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('OUTPUT_REJECTED', message, false, options);
+  }
+}
+
 export class ClosedError extends HugotError {
   override name = 'ClosedError';
   constructor(message: string, options?: HugotErrorOptions) {
@@ -206,6 +218,7 @@ const errorClasses: Record<string, ErrorClass> = {
   CancelledError,
   WorkerCrashedError,
   SinkError,
+  OutputRejectedError,
   ClosedError,
   ConnectionError,
 };

@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { ConfigError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { parseGenerationOptions } from '../pipelines/generation-options.ts';
+import { IMAGE_TASKS } from '../stream/image-tasks.ts';
 import { resolveConnectionPaths } from './connection-checks.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
@@ -150,7 +151,34 @@ function checkReferences(config: WorkerConfig): void {
       );
     }
     checkGenerationRoute(config, route, at);
+    checkInputRoute(config, route, at);
   });
+}
+
+/** Binary records and image inputs: only where a task reads images, and never merged into. */
+function checkInputRoute(config: WorkerConfig, route: RouteConfig, at: string): void {
+  const task = config.pipelines[route.pipeline]?.task ?? '';
+  const readsImages = IMAGE_TASKS.has(task);
+  if (route.input.images !== undefined && !readsImages)
+    throw new ConfigError(
+      `${at}.input.images: pipeline '${route.pipeline}' (${task}) does not take images; remove input.images`,
+      { field: `${at}.input.images` },
+    );
+  if (route.input.format === 'bytes' && !readsImages)
+    throw new ConfigError(
+      `${at}.input.format: bytes (the raw record) is for image tasks; use json or text for ${task}`,
+      { field: `${at}.input.format` },
+    );
+  if (route.input.format === 'bytes' && route.output.mode === 'merge')
+    throw new ConfigError(
+      `${at}.output.mode: a binary record (input.format bytes) cannot be merged into; set output.mode: result`,
+      { field: `${at}.output.mode` },
+    );
+  if (route.input.format === 'bytes' && route.input.images?.from === 'path')
+    throw new ConfigError(
+      `${at}.input.images.from: path reads a path from a text field, but input.format bytes takes the record's bytes as the image; use input.format json or text`,
+      { field: `${at}.input.images.from` },
+    );
 }
 
 /** Streamed partials and per-request generation settings need a route to a generative pipeline. */
@@ -184,9 +212,9 @@ function checkGenerationRoute(config: WorkerConfig, route: RouteConfig, at: stri
     );
   }
   for (const field of ['optionsField', 'requestIdField'] as const) {
-    if (route.generation?.[field] !== undefined && route.input.format === 'text') {
+    if (route.generation?.[field] !== undefined && route.input.format !== 'json') {
       throw new ConfigError(
-        `${at}.generation.${field}: the record is read as text (input.format text), so it has no fields; use input.format json or remove ${field}`,
+        `${at}.generation.${field}: the record is not read as JSON (input.format ${route.input.format}), so it has no fields; use input.format json or remove ${field}`,
         { field: `${at}.generation.${field}` },
       );
     }

@@ -1,5 +1,6 @@
 // The worker's configuration: what a YAML file (plus environment overrides) must say. Every
 // default lives here; validation happens once, at start-up, and names the field it rejects.
+import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { runtimeOptionsSchema } from '../pipelines/runtime-options.ts';
 import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
@@ -91,7 +92,17 @@ export const sourceSchema = z.discriminatedUnion('type', [
 ]);
 
 export const sinkSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('kafka'), topic: name }).strict(),
+  z
+    .object({
+      type: z.literal('kafka'),
+      topic: name,
+      /**
+       * The broker's message.max.bytes (or the topic's max.message.bytes): an output larger than
+       * this goes to the DLQ before it is sent, instead of being refused by the broker.
+       */
+      maxMessageBytes: z.number().int().min(1024).default(1_048_576),
+    })
+    .strict(),
   z
     .object({ type: z.literal('bullmq'), queue: name, jobName: z.string().default('result') })
     .strict(),
@@ -107,6 +118,55 @@ export const sinkSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('file'), path: name }).strict(),
 ]);
 
+/** What one record may hold; past a limit the record goes to the DLQ (docs/security.md). */
+const limitsSchema = z
+  .object({
+    maxRecordBytes: z.number().int().min(1).default(1_048_576),
+    /** Characters of every text field: a text, a question or context, a document, a chat message. */
+    maxTextLength: z.number().int().min(1).default(100_000),
+    /**
+     * Nesting of a JSON record, checked before it is parsed. At most 1,000: deeper values would
+     * overflow the stack of JSON.stringify and of the copy to an inference thread.
+     */
+    maxJsonDepth: z.number().int().min(1).max(1000).default(64),
+    /** Items of a list input: crossEncoder documents, chat messages. */
+    maxListItems: z.number().int().min(1).default(256),
+    /** Stop sequences a record's own generation options may carry. */
+    maxStopSequences: z.number().int().min(0).default(16),
+    /** Pixels (width x height) of an image input, read from its header before it is decoded. */
+    maxImagePixels: z.number().int().min(1).default(25_000_000),
+    /** Bytes of an image read from a path (input.images.from: path). */
+    maxImageBytes: z.number().int().min(1).default(20_971_520),
+  })
+  .strict();
+
+/**
+ * Image tasks: by default a string input is the image's bytes in base64 (a data: URL too); a
+ * route that opts in with `from: path` reads files, only under `root`.
+ */
+const imageInputSchema = z
+  .object({
+    from: z.enum(['base64', 'path']).default('base64'),
+    /** from path: an absolute directory; a path resolving outside it (symlinks too) is refused. */
+    root: z.string().min(1).optional(),
+  })
+  .strict()
+  .superRefine((value, ctx) => {
+    if (value.from === 'path' && (value.root === undefined || !isAbsolute(value.root)))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['root'],
+        message:
+          'input.images.from: path needs root, an absolute directory the image paths must stay under',
+      });
+    if (value.from === 'base64' && value.root !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['root'],
+        message: 'root is for input.images.from: path; remove it or set from: path',
+      });
+  });
+
 const routeSchema = z
   .object({
     name: name.optional(),
@@ -114,9 +174,14 @@ const routeSchema = z
     pipeline: name,
     input: z
       .object({
-        /** 'json': the record is JSON and `field` picks the input; 'text': the whole record is the input. */
-        format: z.enum(['json', 'text']).default('json'),
+        /**
+         * 'json': the record is JSON and `field` picks the input; 'text': the whole record is the
+         * input; 'bytes': the record's raw bytes are the input (an image in a binary Kafka value).
+         */
+        format: z.enum(['json', 'text', 'bytes']).default('json'),
         field: z.string().default('text'),
+        /** Image tasks: what a string input is (docs/security.md#image-inputs). */
+        images: imageInputSchema.optional(),
       })
       .strict()
       .default({ format: 'json', field: 'text' }),
@@ -125,11 +190,13 @@ const routeSchema = z
         /** 'merge': the input record with the result at `field`; 'result': the result alone. */
         mode: z.enum(['merge', 'result']).default('merge'),
         field: z.string().default('result'),
+        /** merge: replace a field the record already has at `field` (else it goes to the DLQ). */
+        overwrite: z.boolean().default(false),
         /** Generative pipelines only: partial records while a request generates. */
         stream: outputStreamSchema.optional(),
       })
       .strict()
-      .default({ mode: 'merge', field: 'result' }),
+      .default({ mode: 'merge', field: 'result', overwrite: false }),
     /** Generative pipelines only: per-request deadline, options and id from the record. */
     generation: routeGenerationSchema.optional(),
     sink: sinkSchema,
@@ -164,13 +231,7 @@ export const configSchema = z
       })
       .strict()
       .default({ mode: 'at-least-once', retries: 2, commitIntervalMs: 1000 }),
-    limits: z
-      .object({
-        maxRecordBytes: z.number().int().min(1).default(1_048_576),
-        maxTextLength: z.number().int().min(1).default(100_000),
-      })
-      .strict()
-      .default({ maxRecordBytes: 1_048_576, maxTextLength: 100_000 }),
+    limits: limitsSchema.prefault({}),
     shutdown: z
       .object({ timeoutMs: z.number().int().min(0).default(30_000) })
       .strict()

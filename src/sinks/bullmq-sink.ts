@@ -4,6 +4,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from '../services/redis-connection.ts';
+import { envelopeHeaders } from '../stream/headers.ts';
 import type { OutputRecord } from '../stream/record.ts';
 import type { Sink } from './sink.ts';
 
@@ -46,6 +47,6 @@ export function envelopeOf(record: OutputRecord): Record<string, unknown> {
   return {
     key: record.key?.toString('utf8') ?? null,
     ...(exact ? { value: text } : { valueBase64: record.value.toString('base64') }),
-    headers: record.headers,
+    ...envelopeHeaders(record.headers),
   };
 }

@@ -37,6 +37,10 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
         ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
       });
     case 'kafka':
-      return new KafkaSink(sink.topic, kafkaDriverFor(context.config, context.logger).producer());
+      return new KafkaSink(
+        sink.topic,
+        kafkaDriverFor(context.config, context.logger).producer(),
+        sink.maxMessageBytes,
+      );
   }
 }

@@ -4,6 +4,7 @@
 // named `value` or `key` is written as `header.value` / `header.key` so it cannot shadow them.
 import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from '../services/redis-connection.ts';
+import { headerPairs } from '../stream/headers.ts';
 import type { OutputRecord } from '../stream/record.ts';
 import type { Sink } from './sink.ts';
 
@@ -32,7 +33,8 @@ export class RedisStreamSink implements Sink {
     if (this.options.maxLength !== undefined) args.push('MAXLEN', '~', this.options.maxLength);
     args.push('*', 'value', record.value);
     if (record.key !== null) args.push('key', record.key);
-    for (const [name, value] of Object.entries(record.headers)) {
+    // A repeated header becomes a repeated field; bytes go as they are.
+    for (const [name, value] of headerPairs(record.headers)) {
       args.push(RESERVED_FIELDS.has(name) ? `header.${name}` : name, value);
     }
     await this.client.xadd(this.options.stream, ...args);

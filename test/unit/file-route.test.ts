@@ -110,6 +110,61 @@ routes:
     });
   });
 
+  it('contains poison pills: a 10,000-deep record is dead-lettered, later lines are written unchanged', async () => {
+    const deep = 10_000;
+    const lines = [
+      JSON.stringify({ id: 'a', text: 'Win a free prize now' }),
+      `{"id":"deep","text":"hello","x":${'['.repeat(deep)}${']'.repeat(deep)}}`,
+      '{"id": 12345678901234567890, "big": 1e400, "text": "caf\\u00e9 meeting at noon"}',
+      JSON.stringify({ id: 'taken', text: 'see you', labels: 'mine' }),
+      JSON.stringify({ id: 'b', text: 'Lunch tomorrow?' }),
+    ];
+    const input = join(dir, 'pills.jsonl');
+    await writeFile(input, lines.join('\n'));
+    const config = parseConfigText(
+      `
+models: { cls: { path: ${JSON.stringify(MODEL)} } }
+pipelines: { classify: { task: textClassification, model: cls } }
+routes:
+  - source: { type: file, path: ${JSON.stringify(input)} }
+    pipeline: classify
+    output: { field: labels }
+    sink: { type: file, path: ${JSON.stringify(join(dir, 'pills-out.jsonl'))} }
+    dlq: { type: file, path: ${JSON.stringify(join(dir, 'pills-dlq.jsonl'))} }
+`,
+      {},
+    );
+    const worker = await StreamWorker.start(config, { logger: silentLogger });
+    await worker.finished;
+    await worker.stop(10_000);
+    const out = (await readFile(join(dir, 'pills-out.jsonl'), 'utf8')).trim().split('\n');
+    expect(out).toHaveLength(3);
+    // Every byte of the input is kept; the result is added beside it.
+    for (const [i, line] of [lines[0], lines[2], lines[4]].entries()) {
+      const written = out[i] as string;
+      expect(written.startsWith((line as string).slice(0, -1))).toBe(true);
+      expect(written.slice((line as string).length - 1)).toMatch(
+        /^,"labels":\[\{"label":"\w+","score":[\d.e-]+\}\]\}$/,
+      );
+    }
+    const dlq = (await readFile(join(dir, 'pills-dlq.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { value: string; headers: Record<string, string> });
+    expect(dlq.map((d) => d.headers['hugot.error.code'])).toEqual([
+      'JSON_TOO_DEEP',
+      'OUTPUT_FIELD_EXISTS',
+    ]);
+    expect(dlq[0]?.value).toBe(lines[1]);
+    expect(dlq[0]?.headers['hugot.error.message']).toContain('limits.maxJsonDepth');
+    expect(dlq[1]?.headers['hugot.error.stage']).toBe('output');
+    expect(worker.counters()['route-0']).toMatchObject({
+      received: 5,
+      written: 3,
+      deadLettered: 2,
+    });
+  });
+
   it('dead-letters an input the model refuses at the inference stage, between good ones', async () => {
     const input = join(dir, 'masks.jsonl');
     const texts = [

@@ -19,6 +19,7 @@ import type { KafkaConnectionConfig } from '../../config/connection-schema.ts';
 import type { Logger } from '../../logger.ts';
 import { registerCompressionCodecs } from './compression-codecs.ts';
 import { kafkaConnectError, type KafkaSecurity } from './kafka-security.ts';
+import type { Headers } from '../../stream/record.ts';
 import type {
   ConsumerOptions,
   DriverBatch,
@@ -252,12 +253,11 @@ function toKafkajs(message: ProducedMessage): Message {
   return { key: message.key, value: message.value, headers: message.headers };
 }
 
-function headersOf(headers: IHeaders | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+/** kafkajs gives a header's bytes, and a repeated header's values as an array: kept as they are. */
+function headersOf(headers: IHeaders | undefined): Headers {
+  const out: Headers = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
-    // A repeated header keeps its last value; the record's own bytes are never touched.
-    const last = Array.isArray(value) ? value.at(-1) : value;
-    if (last !== undefined) out[name] = last.toString();
+    if (value !== undefined) out[name] = value;
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // Shared by the Kafka integration tests and the e2e benchmark: topics, producing corpus records
 // with keys and headers, reading a whole topic back (read_committed or not), committed offsets,
 // and a worker config for a Kafka -> Kafka route.
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import { CLS_MODEL } from '../../helpers/redis-routes.ts';
 
 export interface ReadRecord {
@@ -9,7 +9,9 @@ export interface ReadRecord {
   offset: string;
   key: string | null;
   value: Buffer;
+  /** Text of each header (a repeated one's last value); rawHeaders has them as they came. */
   headers: Record<string, string>;
+  rawHeaders: IHeaders;
 }
 
 export class KafkaKit {
@@ -106,6 +108,7 @@ export class KafkaKit {
             key: m.key?.toString() ?? null,
             value: m.value ?? Buffer.alloc(0),
             headers,
+            rawHeaders: m.headers ?? {},
           });
         }
         last = Date.now();

@@ -1,0 +1,146 @@
+// Poison pills on a Kafka route, against a real broker: a record nested 10,000 levels deep and a
+// record whose output is too large for the output topic are each dead-lettered with the reason;
+// the partition never stalls (its offset is committed to the end), the good records around them
+// are written once each, in order, and every input header (bytes that are not UTF-8, a repeated
+// name) reaches the output and the DLQ as it came.
+import type { Producer, ProducerRecord } from 'kafkajs';
+import { describe, expect, inject, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.ts';
+import { silentLogger } from '../../src/logger.ts';
+import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { corpusRecords } from '../helpers/redis-routes.ts';
+import { uniqueName } from '../helpers/unique-name.ts';
+import { KafkaKit, kafkaRouteConfig, type ReadRecord } from './helpers/kafka-kit.ts';
+
+const kit = new KafkaKit(inject('kafkaBrokers'));
+
+const BINARY = Buffer.from([0xff, 0x00, 0xfe, 0x80]);
+const DEEP = 10_000;
+
+async function committedToEnd(groupId: string, topic: string): Promise<void> {
+  const end = (await kit.endOffsets(topic)).get(0);
+  // Waits on progress: the commit moves while records are handled; a stall stops it.
+  let last: string | undefined;
+  let lastChange = Date.now();
+  for (;;) {
+    // A group coordinator still loading answers with a retriable error: ask again.
+    const committed = (
+      await kit.committedOffsets(groupId, topic).catch(() => new Map<number, string>())
+    ).get(0);
+    if (committed === end) return;
+    if (committed !== last) {
+      last = committed;
+      lastChange = Date.now();
+    } else if (Date.now() - lastChange > 30_000)
+      throw new Error(`the commit stalled at ${committed} (end ${end})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** A topic just created may not be hosted by its leader yet (retriable): the send is tried again. */
+async function sendWithRetry(producer: Producer, record: ProducerRecord): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await producer.send(record);
+      return;
+    } catch (err) {
+      if (attempt >= 20 || (err as { retriable?: boolean }).retriable !== true) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+describe.each([
+  // The sink knows the limit: the output is refused before it is sent.
+  { name: 'sink limit', sinkMax: 32_768, topicMax: undefined, code: 'OUTPUT_TOO_LARGE' },
+  // The topic's limit is lower than the sink was told: the broker refuses the send.
+  { name: 'broker limit', sinkMax: undefined, topicMax: 32_768, code: 'OUTPUT_REJECTED' },
+])('Kafka poison pills ($name)', ({ sinkMax, topicMax, code }) => {
+  it('dead-letters the pills with the reason; the partition goes on and outputs stay faithful', async () => {
+    const input = uniqueName('pills-in');
+    const output = uniqueName('pills-out');
+    const dlq = uniqueName('pills-dlq');
+    const groupId = uniqueName('pills');
+    await kit.withAdmin(async (admin) => {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          { topic: input, numPartitions: 1 },
+          {
+            topic: output,
+            numPartitions: 1,
+            ...(topicMax !== undefined
+              ? { configEntries: [{ name: 'max.message.bytes', value: String(topicMax) }] }
+              : {}),
+          },
+          { topic: dlq, numPartitions: 1 },
+        ],
+      });
+    });
+    const good = corpusRecords(40).map((r) => ({ key: r.id, value: JSON.stringify(r) }));
+    const pills = [
+      {
+        key: 'deep',
+        value: `{"id":"deep","text":"hello","x":${'['.repeat(DEEP)}${']'.repeat(DEEP)}}`,
+      },
+      // Fine as an input (well under maxRecordBytes); merged with its result, too large to write.
+      { key: 'big', value: JSON.stringify({ id: 'big', text: 'spam '.repeat(10_000) }) },
+    ];
+    const messages = [...good];
+    messages.splice(10, 0, pills[0] as (typeof good)[number]);
+    messages.splice(25, 0, pills[1] as (typeof good)[number]);
+    const producer = kit.kafka.producer();
+    await producer.connect();
+    await sendWithRetry(producer, {
+      topic: input,
+      acks: -1,
+      messages: messages.map((m) => ({
+        partition: 0,
+        key: m.key,
+        value: m.value,
+        headers: { trace: m.key, bin: BINARY, twice: [Buffer.from('one'), Buffer.from('two')] },
+      })),
+    });
+    await producer.disconnect();
+
+    const raw = kafkaRouteConfig({ brokers: kit.brokers, input, output, dlq, groupId });
+    const route = (raw['routes'] as Record<string, unknown>[])[0] as Record<string, unknown>;
+    route['output'] = { field: 'labels' };
+    if (sinkMax !== undefined)
+      route['sink'] = { type: 'kafka', topic: output, maxMessageBytes: sinkMax };
+    const worker = await StreamWorker.start(configSchema.parse(raw), { logger: silentLogger });
+    let outputs: ReadRecord[];
+    let dead: ReadRecord[];
+    try {
+      await committedToEnd(groupId, input);
+      outputs = await kit.readAll(output, { count: good.length, quietMs: 500 });
+      dead = await kit.readAll(dlq, { count: pills.length, quietMs: 500 });
+    } finally {
+      await worker.stop(20_000);
+    }
+
+    // Each good record once, in order, its bytes kept with the result beside them.
+    expect(outputs.map((o) => o.key)).toEqual(good.map((g) => g.key));
+    outputs.forEach((o, i) => {
+      const original = (good[i] as (typeof good)[number]).value;
+      expect(o.value.toString().startsWith(original.slice(0, -1))).toBe(true);
+      expect(o.value.toString().slice(original.length - 1)).toMatch(/^,"labels":\[.*\]\}$/);
+    });
+    expect(dead.map((d) => [d.key, d.headers['hugot.error.code']])).toEqual([
+      ['deep', 'JSON_TOO_DEEP'],
+      ['big', code],
+    ]);
+    for (const letter of dead) {
+      const pill = pills.find((p) => p.key === letter.key) as (typeof pills)[number];
+      expect(letter.value.toString()).toBe(pill.value);
+      expect(letter.headers['hugot.error.message']?.length).toBeGreaterThan(10);
+    }
+    expect(dead[1]?.headers['hugot.error.stage']).toBe('sink');
+    // Headers as they came, on outputs and dead letters alike.
+    for (const record of [...outputs, ...dead]) {
+      expect(Buffer.from(record.rawHeaders['bin'] as Buffer).equals(BINARY)).toBe(true);
+      expect((record.rawHeaders['twice'] as Buffer[]).map(String)).toEqual(['one', 'two']);
+    }
+    expect(worker.counters()['classify']).toMatchObject({ written: good.length, deadLettered: 2 });
+  });
+});
