@@ -8,8 +8,9 @@
 //   fifo_sorted, budget_unsorted, fifo   our pool with one batching factor changed, and both
 // It logs progress, writes the full report to .cache/bench/throughput.json and ends with one
 // JSON line. Options: --texts N (default 2000), --cls-texts N (512), --latency N (120),
-// --cls-latency N (64), --calibration N / --cls-calibration N (raw search sample rows: 256 / 64),
+// --cls-latency N (64), --calibration N / --cls-calibration N (raw search sample rows: 256 / 48),
 // --tjs-calibration N / --cls-tjs-calibration N (transformers.js search texts: 128 / 48),
+// --search-seconds N (each search's trial budget, default 180; the finalists' re-runs come on top),
 // --only embedding|classification, --models fixtures (the tiny test models: a smoke run of the
 // machinery, not a measurement).
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -28,9 +29,10 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '120' },
     'cls-latency': { type: 'string', default: '64' },
     calibration: { type: 'string', default: '256' },
-    'cls-calibration': { type: 'string', default: '64' },
+    'cls-calibration': { type: 'string', default: '48' },
     'tjs-calibration': { type: 'string', default: '128' },
     'cls-tjs-calibration': { type: 'string', default: '48' },
+    'search-seconds': { type: 'string', default: '180' },
     models: { type: 'string' },
     /** One task alone, for a quicker look: embedding or classification. */
     only: { type: 'string' },
@@ -68,6 +70,7 @@ const embedding =
         calibration: Number(values.calibration),
         tjsCalibration: Number(values['tjs-calibration']),
         alwaysRawWithOurLayout: fixtures,
+        searchSeconds: Number(values['search-seconds']),
         log,
       });
 // Classification searches its own layouts: a bigger model does not share the embedding's best.
@@ -82,6 +85,7 @@ const classification =
         calibration: Number(values['cls-calibration']),
         tjsCalibration: Number(values['cls-tjs-calibration']),
         alwaysRawWithOurLayout: fixtures,
+        searchSeconds: Number(values['search-seconds']),
         log,
       });
 

@@ -30,7 +30,7 @@ export interface TaskSpec {
    * row cap of the token-budget batches is our engine's maxBatchSize, so the search includes our
    * own layout (one single-threaded worker per core, budget 512, 32 rows).
    */
-  rawSearch: RawSearchSpace;
+  rawSearch: Omit<RawSearchSpace, 'maxSeconds'>;
   /** transformers.js batch sizes searched, with every thread split (bench/lib/tjs-search.ts). */
   tjsBatchSizes: number[];
   ours(output: unknown): Comparable;

@@ -4,7 +4,8 @@
 // walk stops once throughput has fallen well below its best (throughput over batch size rises
 // to one peak, then falls), and a policy that would leave a worker without two batches of the
 // sample is not timed at all (idle workers would make its split look slow, not the policy).
-// A walk stops after two policies in a row below PRUNE_BELOW x its best.
+// A walk stops after two policies in a row below PRUNE_BELOW x its best, and the trials stop
+// when the search's time budget is spent.
 import { performance } from 'node:perf_hooks';
 import {
   RawPool,
@@ -21,6 +22,8 @@ export interface RawSearchSpace {
   tokenBudgets: number[];
   /** Row cap of the token-budget batches. */
   maxRows: number;
+  /** Time budget of the trials (the finalists' re-runs come on top). */
+  maxSeconds: number;
 }
 
 export interface RawSearch {
@@ -70,32 +73,40 @@ export async function searchRaw(
       maxRows: space.maxRows,
     })),
   ];
-  for (const split of threadSplits(cores)) {
+  const splits = threadSplits(cores);
+  for (const split of splits) {
+    // Each split gets an equal share of the time budget; the families take turns within it, so
+    // a spent budget leaves the largest policies of both untried, not a whole family.
+    const deadline = performance.now() + (space.maxSeconds * 1000) / splits.length;
+    const walks = families.map(() => ({ best: 0, below: 0, pruned: false }));
+    const turns = families
+      .flatMap((family, f) => family.map((batching, i) => ({ f, i, batching })))
+      .sort((a, b) => a.i - b.i || a.f - b.f);
     const pool = await RawPool.start(onnxPath, split.workers, split.intraOpThreads);
     try {
-      for (const family of families) {
-        let familyBest = 0;
-        let below = 0;
-        let pruned = false;
-        for (const batching of family) {
-          const config: RawConfig = { ...split, batching };
-          const name = describeConfig(config);
-          if (pruned) {
-            trials[name] = `pruned: two smaller ones ran below ${PRUNE_BELOW} x the best`;
-            continue;
-          }
-          const rps = await timeRaw(pool, sample, split, batching);
-          if (rps === undefined) {
-            trials[name] = 'not timed: fewer than 2 batches per worker in the sample';
-            continue;
-          }
-          trials[name] = rps;
-          measured.push({ config, rps });
-          // Two in a row below: one noisy trial must not end the walk.
-          below = rps < PRUNE_BELOW * familyBest ? below + 1 : 0;
-          if (below >= 2) pruned = true;
-          familyBest = Math.max(familyBest, rps);
+      for (const { f, batching } of turns) {
+        const walk = walks[f] as (typeof walks)[number];
+        const config: RawConfig = { ...split, batching };
+        const name = describeConfig(config);
+        if (walk.pruned) {
+          trials[name] = `pruned: two smaller ones ran below ${PRUNE_BELOW} x the best`;
+          continue;
         }
+        if (performance.now() > deadline) {
+          trials[name] = `not timed: the split's share of ${space.maxSeconds} s was spent`;
+          continue;
+        }
+        const rps = await timeRaw(pool, sample, split, batching);
+        if (rps === undefined) {
+          trials[name] = 'not timed: fewer than 2 batches per worker in the sample';
+          continue;
+        }
+        trials[name] = rps;
+        measured.push({ config, rps });
+        // Two in a row below: one noisy trial must not end the walk.
+        walk.below = rps < PRUNE_BELOW * walk.best ? walk.below + 1 : 0;
+        if (walk.below >= 2) walk.pruned = true;
+        walk.best = Math.max(walk.best, rps);
       }
     } finally {
       await pool.close();

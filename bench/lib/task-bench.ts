@@ -19,10 +19,12 @@ export interface TaskInput {
   spare: string[];
   latencyRecords: number;
   cores: number;
-  /** Rows of the raw search's sample (at least two batches of 32 per core are taken). */
+  /** Rows of the raw search's sample. */
   calibration: number;
   /** Texts (from `spare`) each transformers.js trial runs. */
   tjsCalibration: number;
+  /** Time budget of each search's trials (raw, transformers.js), in seconds. */
+  searchSeconds: number;
   /** Time raw with our layout always, not only when ours beat raw (the smoke run). */
   alwaysRawWithOurLayout?: boolean;
   log: (line: string) => void;
@@ -118,13 +120,20 @@ export async function benchTask(spec: TaskSpec, input: TaskInput): Promise<TaskR
   // search is bounded: bench/lib/raw-search.ts); the timed run uses the winner on every row.
   const onnxPath = `${spec.modelFolder}/model.onnx`;
   const bySize = [...rows].sort((a, b) => a.length - b.length);
-  const calibration = Math.min(bySize.length, Math.max(input.calibration, 2 * cores * 32));
+  // Policies that would leave a worker without two batches of the sample are not timed.
+  const calibration = Math.min(bySize.length, input.calibration);
   const step = bySize.length / calibration;
   const sample = Array.from(
     { length: calibration },
     (_, i) => bySize[Math.floor(i * step)] as number[],
   );
-  const search = await searchRaw(onnxPath, sample, cores, spec.rawSearch, log);
+  const search = await searchRaw(
+    onnxPath,
+    sample,
+    cores,
+    { ...spec.rawSearch, maxSeconds: input.searchSeconds },
+    log,
+  );
   const best = search.best;
   const timeRawOn = async (config: RawConfig): Promise<number> => {
     const pool = await RawPool.start(onnxPath, config.workers, config.intraOpThreads);
@@ -163,6 +172,7 @@ export async function benchTask(spec: TaskSpec, input: TaskInput): Promise<TaskR
     spare.slice(0, input.tjsCalibration),
     cores,
     spec.tjsBatchSizes,
+    input.searchSeconds,
     log,
   );
   const tjsBest = tjsSearch.best;

@@ -85,12 +85,15 @@ export async function searchTjs(
   texts: readonly string[],
   cores: number,
   batchSizes: readonly number[],
+  maxSeconds: number,
   log: (line: string) => void,
 ): Promise<TjsSearch> {
   const started = performance.now();
   const trials: Record<string, number | string> = {};
   const measured: { config: TjsConfig; rps: number }[] = [];
-  for (const split of threadSplits(cores)) {
+  const splits = threadSplits(cores);
+  for (const split of splits) {
+    const deadline = performance.now() + (maxSeconds * 1000) / splits.length;
     const pool = await TjsPool.start(spec, split);
     try {
       let best = 0;
@@ -101,6 +104,10 @@ export async function searchTjs(
         if (pruned) {
           trials[describeTjs(config)] =
             `pruned: two smaller ones ran below ${PRUNE_BELOW} x the best`;
+          continue;
+        }
+        if (performance.now() > deadline) {
+          trials[describeTjs(config)] = `not timed: the split's share of ${maxSeconds} s was spent`;
           continue;
         }
         const rps = await timeTjs(pool, texts, batchSize);
