@@ -49,6 +49,12 @@ const kafkaSourceSchema = z
     transactionTimeoutMs: z.number().int().min(1).default(60_000),
     /** Exactly-once: a partition commits its transaction at this many staged records, or every commitIntervalMs. */
     transactionMaxRecords: z.number().int().min(1).default(1000),
+    /**
+     * Exactly-once: a partition commits its transaction once its staged outputs reach this many
+     * bytes, and sends them in requests of at most this size. Keep it under the broker's
+     * message.max.bytes (default 1 MiB), or transactions are refused and retried forever.
+     */
+    transactionMaxBytes: z.number().int().min(1024).default(1_000_000),
   })
   .strict();
 
@@ -228,9 +234,14 @@ export const configSchema = z
         /** Retries of a retriable failure (a crashed inference thread) before the record is dead-lettered. */
         retries: z.number().int().min(0).default(2),
         commitIntervalMs: z.number().int().min(1).default(1000),
+        /**
+         * Kafka: times a record's write may fail (not counting broker outages) before it goes to
+         * the DLQ instead of its partition being read again from the last commit.
+         */
+        maxAttempts: z.number().int().min(1).default(5),
       })
       .strict()
-      .default({ mode: 'at-least-once', retries: 2, commitIntervalMs: 1000 }),
+      .prefault({}),
     limits: limitsSchema.prefault({}),
     shutdown: z
       .object({ timeoutMs: z.number().int().min(0).default(30_000) })

@@ -16,7 +16,18 @@ export interface SourceDeps {
   sink: Sink | undefined;
   dlq: Sink | undefined;
   logger: Logger;
+  /**
+   * Hears the source's connection state: 'degraded' while it reconnects to its broker (it keeps
+   * trying, with backoff), 'healthy' once it reads again, 'failed' when it gave up for good
+   * (the worker then stops; a source never exits the process itself).
+   */
+  onHealth?: (health: SourceHealth) => void;
 }
+
+export type SourceHealth =
+  | { state: 'healthy' }
+  | { state: 'degraded'; reason: string; attempt: number; sinceMs: number }
+  | { state: 'failed'; reason: string };
 
 export interface Source {
   start(): Promise<void>;

@@ -26,7 +26,12 @@ function fails(text: string, env: Record<string, string> = {}): string {
 describe('config', () => {
   it('fills every default in one place', () => {
     const config = parseConfigText(valid, {});
-    expect(config.delivery).toEqual({ mode: 'at-least-once', retries: 2, commitIntervalMs: 1000 });
+    expect(config.delivery).toEqual({
+      mode: 'at-least-once',
+      retries: 2,
+      commitIntervalMs: 1000,
+      maxAttempts: 5,
+    });
     expect(config.routes[0]?.input).toEqual({ format: 'json', field: 'text' });
     expect(config.routes[0]?.output).toEqual({ mode: 'merge', field: 'result', overwrite: false });
     expect(config.shards).toEqual(['cpu']);

@@ -62,8 +62,15 @@ export interface KafkaConsumerDriver {
    * revoked or lost; partitions listed restart from their committed offsets.
    */
   onAssignment(listener: (assigned: TopicPartition[]) => void): void;
-  /** Called when the consumer crashed and will not restart by itself. */
+  /**
+   * Called when the consumer stopped after a failure (a broker gone, a coordinator lost). It
+   * stays stopped until restart(): the source owns the backoff. pause/resume/seek while it is
+   * stopped are no-ops, because the rejoin after restart() starts every partition from its
+   * commit and the source re-applies its flow at that assignment.
+   */
   onCrash(listener: (err: Error) => void): void;
+  /** Connects and runs again with run()'s options and subscriptions, after a crash. */
+  restart(): Promise<void>;
   /** Stops fetching, leaves the group and closes connections. */
   disconnect(): Promise<void>;
 }

