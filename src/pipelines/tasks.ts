@@ -6,6 +6,7 @@ import { FillMaskPipeline } from './fill-mask.ts';
 import { ImageClassificationPipeline } from './image-classification.ts';
 import type { LoadedModel } from './model-store.ts';
 import type { Pipeline } from './pipeline.ts';
+import { batchSafe } from './row-by-row.ts';
 import { QuestionAnsweringPipeline } from './question-answering.ts';
 import { TextClassificationPipeline } from './text-classification.ts';
 import { TextGenerationPipeline } from './text-generation.ts';
@@ -50,5 +51,6 @@ export function createPipeline(
       field: 'task',
     });
   }
-  return factories[task](model, options ?? {});
+  const pipeline: Pipeline<unknown, unknown> = factories[task](model, options ?? {});
+  return batchSafe(pipeline);
 }

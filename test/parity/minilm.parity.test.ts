@@ -1,13 +1,18 @@
 // all-MiniLM-L6-v2 with real weights: the committed int8 model against Python onnxruntime on the
-// same file (runs everywhere), and the fetched fp32 model against sentence-transformers (runs when
-// `npm run models:fetch` has filled .cache/models; skipped, and reported as skipped, otherwise).
+// same file (runs everywhere), its fidelity to the fp32 sentence-transformers model, and the fetched
+// fp32 model against sentence-transformers (runs when `npm run models:fetch` has filled
+// .cache/models; skipped, and reported as skipped, otherwise).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FeatureExtractionPipeline } from '../../src/pipelines/feature-extraction.ts';
 import { ModelStore } from '../../src/pipelines/model-store.ts';
+import type { Pipeline } from '../../src/pipelines/pipeline.ts';
+import { createPipeline } from '../../src/pipelines/tasks.ts';
 import { compareDeep } from './compare.ts';
-import type { Goldens } from './goldens.ts';
+import { cpuKernelFeatures, sameFeatures } from './cpu-features.ts';
+import type { GoldenCase, Goldens } from './goldens.ts';
+import { forPipeline, GOLDEN } from './parity-case.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const INT8 = join(ROOT, 'models', 'all-MiniLM-L6-v2-int8');
@@ -15,8 +20,14 @@ const FP32 = join(ROOT, '.cache', 'models', 'all-MiniLM-L6-v2');
 const CORPUS = join(ROOT, '.cache', 'corpus', 'spam-assassin.jsonl');
 const fetched = existsSync(join(FP32, 'goldens.json')) && existsSync(CORPUS);
 
-function readGoldensAt(folder: string): Goldens {
-  return JSON.parse(readFileSync(join(folder, 'goldens.json'), 'utf8')) as Goldens;
+interface MiniLmGoldens extends Goldens {
+  cpu: { features: string[]; model: string };
+  versions: Record<string, string>;
+  pipeline: (GoldenCase & { fp32_sentence_transformers: number[][] })[];
+}
+
+function readGoldensAt(folder: string): MiniLmGoldens {
+  return JSON.parse(readFileSync(join(folder, 'goldens.json'), 'utf8')) as MiniLmGoldens;
 }
 
 function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -31,33 +42,93 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return dot / Math.sqrt(na * nb);
 }
 
-describe('featureExtraction', { meta: { pipeline: 'featureExtraction', parity: 'golden' } }, () => {
+// The model's integer matrix products give the same integers on every x86 CPU (7-bit weights,
+// scripts/models/kit/minilm.py), but its float operators (layer norm, softmax, GELU, the
+// quantization step itself) run in SIMD kernels that differ by instruction set. On the reference
+// CPU's kernels the only differences are float rounding (measured 1e-7). On other kernels a float
+// that lands on a rounding boundary of an activation's dynamic quantization flips one int8 step now
+// and then, and the flip travels through the remaining layers: under QEMU emulating an AVX2-only
+// Haswell, 16 of 20 embeddings were identical and 4 long texts moved by up to 0.0099 per value
+// (cosine >= 0.9981). The cross-kernel bounds below hold that with a margin.
+const SAME_KERNELS = { maxAbsDiff: 1e-4, minCosine: 0.99999 };
+const OTHER_KERNELS = { maxAbsDiff: 0.03, minCosine: 0.995 };
+/** Cosine of the int8 model to fp32 sentence-transformers on the golden texts (measured min 0.984). */
+const MIN_FIDELITY = 0.98;
+
+async function withDefaultModel<T>(
+  use: (
+    pipeline: Pipeline<unknown, unknown>,
+    golden: MiniLmGoldens['pipeline'][number],
+  ) => Promise<T>,
+): Promise<T> {
+  const golden = readGoldensAt(INT8).pipeline[0];
+  if (golden === undefined)
+    throw new Error('models/all-MiniLM-L6-v2-int8/goldens.json has no pipeline case');
+  const store = new ModelStore();
+  try {
+    // The product's factory, so that the run-one-record-at-a-time policy is what gets tested.
+    const pipeline = createPipeline('featureExtraction', await store.load({ path: INT8 }), {
+      normalize: true,
+      maxLength: Number(golden.call.options['max_length'] ?? 256),
+    });
+    return await use(pipeline, golden);
+  } finally {
+    await store.close();
+  }
+}
+
+describe('featureExtraction', forPipeline('featureExtraction'), () => {
   describe('all-MiniLM-L6-v2 int8 (the default model, committed)', () => {
-    const golden = readGoldensAt(INT8).pipeline[0];
-    it(`${golden?.name ?? 'missing'} matches Python onnxruntime on the same file`, async ({
-      task,
-    }) => {
-      if (golden === undefined)
-        throw new Error('models/all-MiniLM-L6-v2-int8/goldens.json has no pipeline case');
-      const store = new ModelStore();
-      try {
-        const pipeline = new FeatureExtractionPipeline(await store.load({ path: INT8 }), {
-          normalize: true,
-          maxLength: Number(golden.call.options['max_length'] ?? 256),
+    const goldens = readGoldensAt(INT8);
+    const here = cpuKernelFeatures();
+    const same = sameFeatures(here, goldens.cpu.features);
+    const bounds = same ? SAME_KERNELS : OTHER_KERNELS;
+
+    it(
+      `matches Python onnxruntime on the same file (${same ? 'same' : 'other'} CPU kernels: ${here.join(' ') || 'unknown'} vs reference ${goldens.cpu.features.join(' ')})`,
+      GOLDEN,
+      async ({ task }) => {
+        await withDefaultModel(async (pipeline, golden) => {
+          // All inputs in one call: the model is not batch invariant, so the pipeline must run them
+          // one by one, as the reference did (batch_size 1).
+          const result = (await pipeline.run(golden.call.inputs as string[])) as Float32Array[];
+          const expected = golden.output as number[][];
+          const comparison = compareDeep(result, expected, bounds.maxAbsDiff);
+          task.meta.maxAbsDiff = comparison.maxAbsDiff;
+          expect(comparison.differences).toEqual([]);
+          const worst = Math.min(...result.map((v, i) => cosine(v, expected[i] ?? [])));
+          expect(worst).toBeGreaterThanOrEqual(bounds.minCosine);
         });
-        // Dynamic int8 quantization scales activations over the whole padded batch, so the
-        // result depends on batch mates: run the same batches of 16 as the reference did
-        // (scripts/models/kit/minilm.py, onnx_embeddings).
+      },
+    );
+
+    it('gives a record the same embedding whatever it is batched with', async () => {
+      await withDefaultModel(async (pipeline, golden) => {
         const inputs = golden.call.inputs as string[];
-        const result: unknown[] = [];
-        for (let start = 0; start < inputs.length; start += 16)
-          result.push(...(await pipeline.run(inputs.slice(start, start + 16))));
-        const comparison = compareDeep(result, golden.output, 1e-4);
-        task.meta.maxAbsDiff = comparison.maxAbsDiff;
-        expect(comparison.differences).toEqual([]);
-      } finally {
-        await store.close();
-      }
+        const alone = (await Promise.all(inputs.map((t) => pipeline.run([t])))).map(
+          (r) => r[0] as Float32Array,
+        );
+        const together = (await pipeline.run(inputs)) as Float32Array[];
+        const reversed = ((await pipeline.run([...inputs].reverse())) as Float32Array[]).reverse();
+        const pairs = (
+          await Promise.all(
+            inputs.map((t, i) => pipeline.run([t, inputs[(i + 7) % inputs.length] ?? ''])),
+          )
+        ).map((r) => r[0] as Float32Array);
+        for (const batched of [together, reversed, pairs])
+          batched.forEach((v, i) => expect(Array.from(v)).toEqual(Array.from(alone[i] ?? [])));
+      });
+    });
+
+    it(`stays within cosine ${MIN_FIDELITY} of fp32 sentence-transformers on every golden text`, async () => {
+      await withDefaultModel(async (pipeline, golden) => {
+        const result = (await pipeline.run(golden.call.inputs as string[])) as Float32Array[];
+        const fidelity = result.map((v, i) =>
+          cosine(v, golden.fp32_sentence_transformers[i] ?? []),
+        );
+        expect(fidelity).toHaveLength(golden.fp32_sentence_transformers.length);
+        expect(Math.min(...fidelity)).toBeGreaterThanOrEqual(MIN_FIDELITY);
+      });
     });
   });
 
