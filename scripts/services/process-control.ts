@@ -2,7 +2,15 @@
 // output in a log file, wait for it to answer, and stop it politely before forcing it.
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { openSync, closeSync, readFileSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import {
+  openSync,
+  closeSync,
+  readFileSync,
+  writeFileSync,
+  rmSync,
+  existsSync,
+  statSync,
+} from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface StartedProcess {
@@ -38,22 +46,38 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Polls `probe` until it answers. With a log file, `timeoutMs` bounds the time without new log
+ * output rather than the whole start-up: a JVM on a loaded 2-core machine may take minutes to
+ * start while it keeps logging, and is stuck only when it falls silent.
+ */
 export async function waitUntil(
   what: string,
   probe: () => Promise<boolean>,
   opts: { timeoutMs: number; pid?: number; logFile?: string },
 ): Promise<void> {
-  const deadline = Date.now() + opts.timeoutMs;
-  while (Date.now() < deadline) {
+  let logSize = sizeOf(opts.logFile);
+  let movedAt = Date.now();
+  while (Date.now() - movedAt < opts.timeoutMs) {
     if (opts.pid !== undefined && !isAlive(opts.pid)) {
       throw new Error(`${what} exited during start-up${logTail(opts.logFile)}`);
     }
     if (await probe().catch(() => false)) return;
     await sleep(250);
+    const size = sizeOf(opts.logFile);
+    if (size > logSize) {
+      logSize = size;
+      movedAt = Date.now();
+    }
   }
+  const bound = opts.logFile === undefined ? 'within' : 'with no new log output for';
   throw new Error(
-    `${what} did not become ready within ${opts.timeoutMs} ms${logTail(opts.logFile)}`,
+    `${what} did not become ready ${bound} ${opts.timeoutMs} ms${logTail(opts.logFile)}`,
   );
+}
+
+function sizeOf(file: string | undefined): number {
+  return file !== undefined && existsSync(file) ? statSync(file).size : 0;
 }
 
 function logTail(logFile: string | undefined): string {

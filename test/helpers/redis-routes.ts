@@ -120,18 +120,6 @@ export function recordingLogger(): RecordingLogger {
   };
 }
 
-export async function waitFor(
-  what: string,
-  check: () => Promise<boolean>,
-  timeoutMs = 50_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * What a test opened, closed after it, newest first. The returned array is pushed to by the
  * test; an afterEach empties it.

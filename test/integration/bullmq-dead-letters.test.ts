@@ -7,12 +7,12 @@ import {
   corpusRecords,
   recordingLogger,
   SCRIPTED_WORKER,
-  waitFor,
   workerConfig,
   useClosers,
   openQueue,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
+import { waitForProgress } from '../helpers/progress.ts';
 
 const redisUrl = inject('redisUrl');
 const closers = useClosers();
@@ -59,9 +59,9 @@ describe('BullMQ dead letters (real Redis)', () => {
       { logger },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('every job completed', async () => {
-      const counts = await input.getJobCounts('completed');
-      return counts['completed'] === data.length;
+    await waitForProgress(async () => (await input.getJobCounts('completed'))['completed'], {
+      what: 'every job completed',
+      done: (n) => n === data.length,
     });
     await worker.stop(20_000);
 
@@ -122,8 +122,10 @@ describe('BullMQ dead letters (real Redis)', () => {
       { logger: recordingLogger(), workerFile: SCRIPTED_WORKER },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('the doomed job in the DLQ', async () => (await dlq.count()) === 1);
-    await waitFor('40 outputs', async () => (await output.count()) === 40);
+    await waitForProgress(async () => ({ dead: await dlq.count(), out: await output.count() }), {
+      what: 'the doomed job in the DLQ and 40 outputs',
+      done: ({ dead, out }) => dead === 1 && out === 40,
+    });
     await worker.stop(20_000);
 
     const failed = await input.getJob(doomed.id ?? '');

@@ -6,7 +6,6 @@ import {
   corpusRecords,
   recordingLogger,
   expectEveryRecordClassified,
-  waitFor,
   workerConfig,
   type ClassifiedRecord,
   type CorpusRecord,
@@ -14,6 +13,7 @@ import {
   openQueue,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
+import { waitForProgress } from '../helpers/progress.ts';
 
 const redisUrl = inject('redisUrl');
 const closers = useClosers();
@@ -27,6 +27,14 @@ async function enqueue(queue: Queue, records: readonly unknown[]): Promise<void>
 }
 
 type Output = ClassifiedRecord;
+
+/** Waits while jobs complete, until `count` have; fails when none completes for the stall bound. */
+async function completedJobs(queue: Queue, count: number): Promise<void> {
+  await waitForProgress(async () => (await queue.getJobCounts('completed'))['completed'] ?? 0, {
+    what: `${count.toLocaleString('en')} completed jobs`,
+    done: (n) => n >= count,
+  });
+}
 
 async function outputsOf(queue: Queue, expected: number): Promise<Output[]> {
   const jobs = await queue.getJobs(['waiting'], 0, expected + 100);
@@ -51,10 +59,7 @@ describe('BullMQ source -> BullMQ sink (real Redis)', () => {
       { logger },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('10,000 completed jobs', async () => {
-      const counts = await input.getJobCounts('completed');
-      return counts['completed'] === records.length;
-    });
+    await completedJobs(input, records.length);
     const seconds = (performance.now() - started) / 1000;
     await worker.stop(20_000);
     process.stdout.write(
@@ -99,10 +104,7 @@ describe('BullMQ source -> BullMQ sink (real Redis)', () => {
     });
     closers.push(() => b.stop(20_000));
     await enqueue(input, records);
-    await waitFor('2,000 completed jobs', async () => {
-      const counts = await input.getJobCounts('completed');
-      return counts['completed'] === records.length;
-    });
+    await completedJobs(input, records.length);
     await Promise.all([a.stop(20_000), b.stop(20_000)]);
 
     const shares = [a, b].map((w) => w.counters()['classify']?.written ?? 0);
@@ -132,10 +134,7 @@ describe('BullMQ source -> BullMQ sink (real Redis)', () => {
       { logger: recordingLogger() },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('1,000 completed jobs', async () => {
-      const counts = await input.getJobCounts('completed');
-      return counts['completed'] === records.length;
-    });
+    await completedJobs(input, records.length);
     await worker.stop(20_000);
     expect(await input.getJobCounts('failed', 'active', 'waiting')).toMatchObject({
       failed: 0,

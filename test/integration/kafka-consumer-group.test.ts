@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
+import { waitForProgress } from '../helpers/progress.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const kafka = new Kafka({
@@ -33,19 +34,26 @@ async function consumeAndCommit(topic: string, groupId: string, count: number): 
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const ids: number[] = [];
-  await new Promise<void>((resolve, reject) => {
-    consumer
-      .run({
-        autoCommit: false,
-        eachMessage: async ({ topic: t, partition, message }) => {
-          ids.push((JSON.parse(message.value?.toString() ?? 'null') as { id: number }).id);
-          await consumer.commitOffsets([
-            { topic: t, partition, offset: (BigInt(message.offset) + 1n).toString() },
-          ]);
-          if (ids.length === count) resolve();
-        },
-      })
-      .catch(reject);
+  let committed = 0;
+  let failure: Error | undefined;
+  consumer
+    .run({
+      autoCommit: false,
+      eachMessage: async ({ topic: t, partition, message }) => {
+        ids.push((JSON.parse(message.value?.toString() ?? 'null') as { id: number }).id);
+        await consumer.commitOffsets([
+          { topic: t, partition, offset: (BigInt(message.offset) + 1n).toString() },
+        ]);
+        committed += 1;
+      },
+    })
+    .catch((error: unknown) => {
+      failure = error instanceof Error ? error : new Error(String(error));
+    });
+  await waitForProgress(() => committed, {
+    what: `${count} records consumed and committed from ${topic}`,
+    done: (n) => n >= count,
+    abort: () => (failure === undefined ? undefined : `the consumer failed: ${failure.message}`),
   });
   await consumer.disconnect();
   return ids;

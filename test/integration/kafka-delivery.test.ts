@@ -3,10 +3,11 @@
 // workers in one group share the partitions and one leaving by SIGTERM loses nothing, and
 // SIGTERM drains, commits and exits 0.
 import { describe, expect, inject, it } from 'vitest';
+import { waitForProgress } from '../helpers/progress.ts';
 import { corpusRecords } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { KafkaKit, kafkaRouteConfig, type ReadRecord } from './helpers/kafka-kit.ts';
-import { startWorkerProcess, waitFor } from './helpers/worker-process.ts';
+import { startWorkerProcess, type WorkerProcess } from './helpers/worker-process.ts';
 
 const kit = new KafkaKit(inject('kafkaBrokers'));
 const PARTITIONS = 4;
@@ -52,16 +53,33 @@ function assignments(log: string): number[] {
     .map((line) => (JSON.parse(line) as { partitions: number[] }).partitions.length);
 }
 
-async function committedAtEnd(groupId: string, input: string): Promise<boolean> {
+/** Committed offset per partition, in partition order ('-1' where none yet). */
+async function committedList(groupId: string, input: string): Promise<string[]> {
   const committed = await kit.committedOffsets(groupId, input);
-  for (const [p, end] of await kit.endOffsets(input)) if (committed.get(p) !== end) return false;
-  return true;
+  return [...Array(PARTITIONS).keys()].map((p) => committed.get(p) ?? '-1');
 }
 
 async function expectCommittedAtEnd(groupId: string, input: string): Promise<void> {
   const committed = await kit.committedOffsets(groupId, input);
   const ends = await kit.endOffsets(input);
   for (const [p, end] of ends) expect(committed.get(p), `partition ${p}`).toBe(end);
+}
+
+/** Waits while the workers write outputs, until `atLeast` are in the topic. */
+function outputsFrom(
+  workers: WorkerProcess[],
+  what: string,
+  topic: string,
+  atLeast: number,
+): Promise<number> {
+  return waitForProgress(() => outputCount(topic), {
+    what,
+    done: (n) => n >= atLeast,
+    // A fresh process loads the model and joins the group before its first output.
+    firstProgressMs: 120_000,
+    abort: () => workers.map((w) => w.gone()).find((reason) => reason !== undefined),
+    context: () => workers.map((w) => `worker log tail:\n${w.output().slice(-3000)}`).join('\n'),
+  });
 }
 
 /**
@@ -71,19 +89,25 @@ async function expectCommittedAtEnd(groupId: string, input: string): Promise<voi
 async function finishAndCheck(
   scenario: string,
   mode: 'at-least-once' | 'exactly-once',
-  survivor: ReturnType<typeof startWorkerProcess>,
+  survivor: WorkerProcess,
   run: { input: string; output: string; groupId: string; records: readonly unknown[] },
 ): Promise<void> {
-  await waitFor(
-    'the group to commit the whole input',
-    () => committedAtEnd(run.groupId, run.input),
-    100_000,
-  );
+  const ends = await kit.endOffsets(run.input);
+  const end = [...Array(PARTITIONS).keys()].map((p) => ends.get(p));
+  await waitForProgress(() => committedList(run.groupId, run.input), {
+    what: 'the group to commit the whole input',
+    done: (committed) => committed.every((offset, p) => offset === end[p]),
+    // Before its first commit the survivor may wait out the dead member's 10 s session, and in
+    // exactly-once mode the fenced transaction's timeout, after loading its model.
+    firstProgressMs: 120_000,
+    abort: survivor.gone,
+    context: () =>
+      `ends ${JSON.stringify(end)}; survivor log tail:\n${survivor.output().slice(-3000)}`,
+  });
   const outputs = await kit.readAll(run.output, {
     count: run.records.length,
     readCommitted: mode === 'exactly-once',
     quietMs: 3000,
-    timeoutMs: 100_000,
   });
   survivor.child.kill('SIGTERM');
   expect(await survivor.exited, survivor.output()).toBe(0);
@@ -97,7 +121,7 @@ async function finishAndCheck(
 }
 
 describe.each(['at-least-once', 'exactly-once'] as const)('Kafka delivery, %s', (mode) => {
-  it('kill -9 mid-stream, then a restart: nothing is lost', { timeout: 150_000 }, async () => {
+  it('kill -9 mid-stream, then a restart: nothing is lost', async () => {
     const { input, output, groupId, records } = await setUp(4000);
     const config = kafkaRouteConfig({
       brokers: kit.brokers,
@@ -108,11 +132,7 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka delivery, %s', 
       source: { transactionTimeoutMs: 10_000, transactionMaxRecords: 200 },
     });
     const first = startWorkerProcess(config);
-    await waitFor(
-      'outputs before the kill',
-      async () => (await outputCount(output)) >= 800,
-      90_000,
-    );
+    await outputsFrom([first], 'outputs before the kill', output, 800);
     first.child.kill('SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
 
@@ -120,29 +140,21 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka delivery, %s', 
     await finishAndCheck('kill -9', mode, second, { input, output, groupId, records });
   });
 
-  it(
-    'two workers share the group; one leaves by SIGTERM and the other takes over',
-    { timeout: 150_000 },
-    async () => {
-      const { input, output, groupId, records } = await setUp(4000);
-      const config = kafkaRouteConfig({ brokers: kit.brokers, input, output, groupId, mode });
-      const a = startWorkerProcess(config);
-      const b = startWorkerProcess(config);
-      await waitFor(
-        'outputs from both workers',
-        async () => (await outputCount(output)) >= 800,
-        90_000,
-      );
-      a.child.kill('SIGTERM');
-      expect(await a.exited, a.output()).toBe(0);
-      // They shared: A held some but not all of the partitions at some point.
-      const sizes = assignments(a.output());
-      expect(
-        sizes.some((n) => n > 0 && n < PARTITIONS),
-        `A's assignments: ${sizes.join(',')}`,
-      ).toBe(true);
+  it('two workers share the group; one leaves by SIGTERM and the other takes over', async () => {
+    const { input, output, groupId, records } = await setUp(4000);
+    const config = kafkaRouteConfig({ brokers: kit.brokers, input, output, groupId, mode });
+    const a = startWorkerProcess(config);
+    const b = startWorkerProcess(config);
+    await outputsFrom([a, b], 'outputs from both workers', output, 800);
+    a.child.kill('SIGTERM');
+    expect(await a.exited, a.output()).toBe(0);
+    // They shared: A held some but not all of the partitions at some point.
+    const sizes = assignments(a.output());
+    expect(
+      sizes.some((n) => n > 0 && n < PARTITIONS),
+      `A's assignments: ${sizes.join(',')}`,
+    ).toBe(true);
 
-      await finishAndCheck('two workers', mode, b, { input, output, groupId, records });
-    },
-  );
+    await finishAndCheck('two workers', mode, b, { input, output, groupId, records });
+  });
 });

@@ -125,7 +125,10 @@ describe.each(CASES)('Kafka generation route (real broker, tiny LM), $mode', ({ 
       kit.readAll(dlq, { count: 2, quietMs: 500, readCommitted }),
     ]);
     await worker.stop(20_000);
-    const elapsed = performance.now() - started;
+    const seconds = (performance.now() - started) / 1000;
+    // Reported, not asserted: on a loaded machine the time says nothing about correctness, and a
+    // stuck request fails readAll's progress bound instead.
+    process.stdout.write(`[kafka generation ${mode}] ${seconds.toFixed(1)} s\n`);
 
     expect(outputs).toHaveLength(goldens.length * perRequest);
     const byKey = new Map<string, ReadRecord[]>();
@@ -165,7 +168,5 @@ describe.each(CASES)('Kafka generation route (real broker, tiny LM), $mode', ({ 
     const committed = await kit.committedOffsets(groupId, input);
     const ends = await kit.endOffsets(input);
     for (let p = 0; p < PARTITIONS; p += 1) expect(committed.get(p)).toBe(ends.get(p));
-    // Six tiny-model requests: the time is the group join and the readers' quiet periods.
-    expect(elapsed).toBeLessThan(45_000);
   });
 });

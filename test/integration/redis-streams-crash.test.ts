@@ -1,9 +1,5 @@
 // A worker process killed with SIGKILL in the middle of a stream: another worker reclaims what
 // it left pending, and every input entry ends up with an output (at least once) and acked.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
@@ -11,14 +7,14 @@ import {
   CLS_MODEL,
   corpusRecords,
   recordingLogger,
-  waitFor,
   workerConfig,
   type CorpusRecord,
   useClosers,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
+import { waitForProgress } from '../helpers/progress.ts';
+import { startWorkerProcess } from './helpers/worker-process.ts';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const redisUrl = inject('redisUrl');
 const client = new Redis(redisUrl);
 const closers = useClosers();
@@ -37,38 +33,30 @@ describe('Redis Streams worker killed with SIGKILL (real Redis, real process)', 
     const source = { type: 'redis-stream', stream: input, group: 'classifiers' };
     const route = { source, sink: { type: 'redis-stream', stream: output } };
 
-    // JSON is YAML: the CLI reads this file as it would a hand-written config.
-    const dir = mkdtempSync(join(tmpdir(), 'hugot-crash-'));
-    const configPath = join(dir, 'worker.yaml');
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        models: { cls: { path: CLS_MODEL } },
-        pipelines: { classify: { task: 'textClassification', model: 'cls' } },
-        routes: [
-          {
-            name: 'classify',
-            pipeline: 'classify',
-            ...route,
-            source: { ...source, consumer: 'doomed' },
-          },
-        ],
-        shards: [{ device: 'cpu', threads: 1 }],
-        connections: { redis: { url: redisUrl } },
-      }),
-    );
-    const child = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
-      stdio: 'ignore',
+    const doomed = startWorkerProcess({
+      models: { cls: { path: CLS_MODEL } },
+      pipelines: { classify: { task: 'textClassification', model: 'cls' } },
+      routes: [
+        {
+          name: 'classify',
+          pipeline: 'classify',
+          ...route,
+          source: { ...source, consumer: 'doomed' },
+        },
+      ],
+      shards: [{ device: 'cpu', threads: 1 }],
+      connections: { redis: { url: redisUrl } },
     });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-      child.on('exit', (_code, signal) => resolve(signal)),
-    );
-    await waitFor(
-      'the doomed worker to write outputs',
-      async () => (await client.xlen(output)) >= 300,
-    );
-    child.kill('SIGKILL');
-    expect(await exited).toBe('SIGKILL');
+    await waitForProgress(() => client.xlen(output), {
+      what: 'the doomed worker to write 300 outputs',
+      done: (n) => n >= 300,
+      // A fresh process loads the model before its first output.
+      firstProgressMs: 120_000,
+      abort: doomed.gone,
+      context: () => `worker log tail:\n${doomed.output().slice(-3000)}`,
+    });
+    doomed.child.kill('SIGKILL');
+    expect(await doomed.exited).toBe('SIGKILL');
     const written = await client.xlen(output);
     const [pendingOfDoomed] = (await client.xpending(input, 'classifiers')) as [number];
     // Entries read but never acknowledged: what a crash leaves behind.
@@ -85,14 +73,17 @@ describe('Redis Streams worker killed with SIGKILL (real Redis, real process)', 
     closers.push(() => worker.stop(20_000));
     const ids = new Set<string>();
     let seen = '-';
-    await waitFor('every id in the output', async () => {
-      const entries = await client.xrange(output, seen === '-' ? '-' : `(${seen}`, '+');
-      for (const [id, fields] of entries) {
-        seen = id;
-        ids.add((JSON.parse(fields[1] ?? '') as CorpusRecord).id);
-      }
-      return ids.size === records.length;
-    });
+    await waitForProgress(
+      async () => {
+        const entries = await client.xrange(output, seen === '-' ? '-' : `(${seen}`, '+');
+        for (const [id, fields] of entries) {
+          seen = id;
+          ids.add((JSON.parse(fields[1] ?? '') as CorpusRecord).id);
+        }
+        return ids.size;
+      },
+      { what: 'every id in the output', done: (n) => n === records.length },
+    );
     await worker.stop(20_000);
 
     expect(records.every((r) => ids.has(r.id))).toBe(true);

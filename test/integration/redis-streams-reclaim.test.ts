@@ -6,12 +6,12 @@ import { StreamWorker } from '../../src/stream/stream-worker.ts';
 import {
   corpusRecords,
   recordingLogger,
-  waitFor,
   workerConfig,
   type CorpusRecord,
   useClosers,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
+import { waitForProgress, type ProgressOptions } from '../helpers/progress.ts';
 
 const redisUrl = inject('redisUrl');
 const client = new Redis(redisUrl);
@@ -67,6 +67,19 @@ async function pendingOf(stream: string): Promise<[string, string, number, numbe
   ][];
 }
 
+/** Waits while entries reach `stream`, until it holds `count`. */
+async function streamLength(
+  stream: string,
+  count: number,
+  options: Partial<ProgressOptions<number>> = {},
+): Promise<void> {
+  await waitForProgress(() => client.xlen(stream), {
+    what: `${count} entries in ${stream}`,
+    done: (n) => n >= count,
+    ...options,
+  });
+}
+
 function valuesOf(entries: [string, string[]][]): Record<string, string>[] {
   return entries.map(([, fields]) => {
     const map: Record<string, string> = {};
@@ -96,7 +109,7 @@ describe('Redis Streams reclaim (real Redis)', () => {
       { logger },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('600 outputs', async () => (await client.xlen(output)) === records.length);
+    await streamLength(output, records.length);
     await worker.stop(20_000);
 
     expect(await pendingOf(input)).toEqual([]);
@@ -147,8 +160,10 @@ describe('Redis Streams reclaim (real Redis)', () => {
       { logger: recordingLogger() },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('the poison entry in the DLQ', async () => (await client.xlen(dlq)) === 1);
-    await waitFor('100 outputs', async () => (await client.xlen(output)) === good.length);
+    await waitForProgress(async () => [await client.xlen(dlq), await client.xlen(output)], {
+      what: 'the poison entry in the DLQ and 100 outputs',
+      done: ([dead, out]) => dead === 1 && out === good.length,
+    });
     await worker.stop(20_000);
 
     expect(await pendingOf(input)).toEqual([]);
@@ -165,7 +180,7 @@ describe('Redis Streams reclaim (real Redis)', () => {
   it('a worker restarted under the same consumer name first finishes its own pending entries', async () => {
     const { input, output, records } = await seededInput(200);
     // The previous life of 'worker-1' read 120 entries and died; nobody else would claim them
-    // for a minute.
+    // for ten minutes.
     expect(await readAndDie(input, 'worker-1', 120)).toHaveLength(120);
     const worker = await StreamWorker.start(
       workerConfig(redisUrl, {
@@ -174,18 +189,16 @@ describe('Redis Streams reclaim (real Redis)', () => {
           stream: input,
           group: GROUP,
           consumer: 'worker-1',
-          claimIdleMs: 60_000,
+          claimIdleMs: 600_000,
         },
         sink: { type: 'redis-stream', stream: output },
       }),
       { logger: recordingLogger() },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor(
-      '200 outputs',
-      async () => (await client.xlen(output)) === records.length,
-      10_000,
-    );
+    // Were its own pending entries left to the idle claim, the outputs would stop at 80 for ten
+    // minutes: a stall well inside that is the failure, however slow the machine.
+    await streamLength(output, records.length, { stallMs: 30_000 });
     await worker.stop(20_000);
     expect(await pendingOf(input)).toEqual([]);
     const ids = valuesOf(await client.xrange(output, '-', '+')).map(

@@ -6,12 +6,12 @@ import {
   corpusRecords,
   recordingLogger,
   expectEveryRecordClassified,
-  waitFor,
   workerConfig,
   type ClassifiedRecord,
   useClosers,
 } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
+import { waitForProgress } from '../helpers/progress.ts';
 
 const redisUrl = inject('redisUrl');
 const client = new Redis(redisUrl);
@@ -36,6 +36,14 @@ async function entriesOf(stream: string): Promise<Record<string, string>[]> {
     const map: Record<string, string> = {};
     for (let i = 0; i + 1 < fields.length; i += 2) map[fields[i] ?? ''] = fields[i + 1] ?? '';
     return map;
+  });
+}
+
+/** Waits while entries reach `stream`, until it holds `count`. */
+async function streamLength(stream: string, count: number): Promise<void> {
+  await waitForProgress(() => client.xlen(stream), {
+    what: `${count.toLocaleString('en')} entries in ${stream}`,
+    done: (n) => n >= count,
   });
 }
 
@@ -65,7 +73,7 @@ describe('Redis Streams source -> Redis Streams sink (real Redis)', () => {
       { logger },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('10,000 outputs', async () => (await client.xlen(output)) === records.length);
+    await streamLength(output, records.length);
     const seconds = (performance.now() - started) / 1000;
     await worker.stop(20_000);
     process.stdout.write(
@@ -114,10 +122,10 @@ describe('Redis Streams source -> Redis Streams sink (real Redis)', () => {
       { logger: recordingLogger() },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor(
-      'every entry handled',
-      async () => (await client.xlen(output)) + (await client.xlen(dlq)) === values.length + 1,
-    );
+    await waitForProgress(async () => (await client.xlen(output)) + (await client.xlen(dlq)), {
+      what: 'every entry handled',
+      done: (n) => n >= values.length + 1,
+    });
     await worker.stop(20_000);
 
     expect(await client.xlen(output)).toBe(good.length);
@@ -177,7 +185,7 @@ describe('Redis Streams source -> Redis Streams sink (real Redis)', () => {
       { logger: recordingLogger() },
     );
     closers.push(() => worker.stop(20_000));
-    await waitFor('1,000 outputs', async () => (await client.xlen(output)) === records.length);
+    await streamLength(output, records.length);
     await worker.stop(20_000);
     expect(await pendingCount(input, 'classifiers')).toBe(0);
     const outputs = (await entriesOf(output)).map((e) => JSON.parse(e['value'] ?? '') as Output);

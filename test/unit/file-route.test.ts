@@ -231,5 +231,5 @@ routes:
       expect(Math.hypot(...r.embedding)).toBeCloseTo(1, 4);
     }
     expect(stderr).toMatch(/demo: 50 records, 50 written, 0 dead-lettered/);
-  }, 60_000);
+  });
 });

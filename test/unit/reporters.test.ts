@@ -62,19 +62,19 @@ describe('summary and parity reporters', () => {
     // The hook and the file are the two failures; the hook's tests did not run.
     expect(result.summary).toBe('1 passed, 2 failed, 2 skipped');
     expect(result.parity).toMatchObject({ golden_cases: 1, failed: 2, skipped: 2 });
-  }, 60_000);
+  });
 
   it('count a failing afterAll hook although every test passed', async () => {
     const result = await run(['after-fails.fixture.ts']);
     expect(result.exitCode).toBe(1);
     expect(result.summary).toBe('1 passed, 1 failed, 2 skipped');
-  }, 60_000);
+  });
 
   it('count a run vitest fails with no test at all', async () => {
     const result = await run([]);
     expect(result.exitCode).toBe(1);
     expect(result.summary).toBe('0 passed, 1 failed, 0 skipped');
-  }, 60_000);
+  });
 
   it('report each kind of parity case apart on a clean run', async () => {
     const result = await run(['passing.fixture.ts']);
@@ -90,5 +90,5 @@ describe('summary and parity reporters', () => {
       skipped: 1,
       maxAbsDiff: { demoPipeline: 0.25 },
     });
-  }, 60_000);
+  });
 });

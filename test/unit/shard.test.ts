@@ -92,12 +92,14 @@ describe('shard of real worker threads', () => {
 
   it('aborts: in-flight batches fail at once', async () => {
     const s = shard(1);
-    const running = s.run('script', ['slow:5000:never']);
+    const running = s.run('script', ['slow:120000:never']);
     await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();
     const failed = expect(running).rejects.toThrow(ClosedError);
     await s.abort();
     await failed;
-    expect(Date.now() - started).toBeLessThan(2000);
+    // "At once" against a batch that would run two minutes: a margin no loaded machine eats, where
+    // 2 s against 5 s could be.
+    expect(Date.now() - started).toBeLessThan(60_000);
   });
 });

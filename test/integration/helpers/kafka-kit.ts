@@ -1,7 +1,8 @@
 // Shared by the Kafka integration tests and the e2e benchmark: topics, producing corpus records
 // with keys and headers, reading a whole topic back (read_committed or not), committed offsets,
 // and a worker config for a Kafka -> Kafka route.
-import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type IHeaders, type KafkaConfig } from 'kafkajs';
+import { DEFAULT_STALL_MS, waitForProgress } from '../../helpers/progress.ts';
 import { CLS_MODEL } from '../../helpers/redis-routes.ts';
 
 export interface ReadRecord {
@@ -18,12 +19,14 @@ export class KafkaKit {
   readonly kafka: Kafka;
   readonly brokers: string;
 
-  constructor(brokers: string) {
+  /** `security`: ssl and sasl options for a secured listener. */
+  constructor(brokers: string, security: Pick<KafkaConfig, 'ssl' | 'sasl'> = {}) {
     this.brokers = brokers;
     this.kafka = new Kafka({
       clientId: 'hugot-kafka-kit',
       brokers: brokers.split(','),
       logLevel: logLevel.NOTHING,
+      ...security,
     });
   }
 
@@ -81,11 +84,21 @@ export class KafkaKit {
 
   /**
    * Reads a topic from the beginning until `count` records arrived (or, with `count`
-   * undefined, until nothing new came for `quietMs`), then `quietMs` more to see extras.
+   * undefined, until nothing new came for `quietMs` after joining), then `quietMs` more to see
+   * extras. Fails when fewer than `count` arrived and nothing new came for `stallMs`: a slow
+   * machine only makes it wait longer.
    */
   async readAll(
     topic: string,
-    options: { count?: number; readCommitted?: boolean; quietMs?: number; timeoutMs?: number },
+    options: {
+      count?: number;
+      readCommitted?: boolean;
+      quietMs?: number;
+      /** How long the reader may see nothing new before it gives up (default 60 s). */
+      stallMs?: number;
+      /** @deprecated read as `stallMs`: the wait is bounded by progress, not a total. */
+      timeoutMs?: number;
+    },
   ): Promise<ReadRecord[]> {
     const quietMs = options.quietMs ?? 1500;
     const consumer = this.kafka.consumer({
@@ -95,7 +108,14 @@ export class KafkaKit {
     const records: ReadRecord[] = [];
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
-    let last = Date.now();
+    // The quiet period counts from the group join: on a loaded machine joining alone can take
+    // longer than quietMs, and an empty answer before it would be a race, not a result.
+    let joined = false;
+    let last = performance.now();
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      joined = true;
+      last = performance.now();
+    });
     await consumer.run({
       eachBatch: async ({ batch }) => {
         for (const m of batch.messages) {
@@ -111,17 +131,21 @@ export class KafkaKit {
             rawHeaders: m.headers ?? {},
           });
         }
-        last = Date.now();
+        last = performance.now();
         await Promise.resolve();
       },
     });
-    const deadline = Date.now() + (options.timeoutMs ?? 45_000);
+    const want = options.count === undefined ? 'a quiet topic' : `${options.count} records`;
     try {
-      while (Date.now() < deadline) {
-        const enough = options.count === undefined || records.length >= options.count;
-        if (enough && Date.now() - last >= quietMs) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForProgress(() => ({ joined, records: records.length }), {
+        what: `reading ${want} from ${topic}`,
+        done: (seen) =>
+          seen.joined &&
+          (options.count === undefined || seen.records >= options.count) &&
+          performance.now() - last >= quietMs,
+        stallMs: options.stallMs ?? options.timeoutMs ?? DEFAULT_STALL_MS,
+        intervalMs: 100,
+      });
     } finally {
       await consumer.disconnect();
     }

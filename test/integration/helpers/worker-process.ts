@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -12,6 +13,8 @@ export interface WorkerProcess {
   /** Resolves with the exit code (or the signal's name) when the process ends. */
   exited: Promise<number | string>;
   output: () => string;
+  /** Why the process is gone, or undefined while it runs (an `abort` for waitForProgress). */
+  gone: () => string | undefined;
 }
 
 /** Writes the config as YAML (JSON is YAML) and starts the CLI on it. */
@@ -34,22 +37,22 @@ export function startWorkerProcess(config: Record<string, unknown>): WorkerProce
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
+  let ended: number | string | undefined;
   const exited = new Promise<number | string>((resolve) =>
-    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+    child.on('exit', (code, signal) => {
+      ended = code ?? signal ?? 'unknown';
+      resolve(ended);
+    }),
   );
-  return { child, exited, output: () => log };
-}
-
-/** Polls until `check` is true, failing after `timeoutMs`. */
-export async function waitFor(
-  what: string,
-  check: () => Promise<boolean>,
-  timeoutMs = 60_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  // A test that failed half-way must not leave its worker running: on a 2-core machine it would
+  // slow every later test down.
+  onTestFinished(() => {
+    if (ended === undefined) child.kill('SIGKILL');
+  });
+  return {
+    child,
+    exited,
+    output: () => log,
+    gone: () => (ended === undefined ? undefined : `the worker exited (${ended})`),
+  };
 }
