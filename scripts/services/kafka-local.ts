@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { certificatesDirFor, saslSslListener } from './kafka-secure.ts';
 import { startLogged, waitUntil, stopPid, stopFromPidFile, freePort } from './process-control.ts';
 
 export const KAFKA_VERSION = '4.1.1';
@@ -23,6 +24,23 @@ export interface LocalKafkaOptions extends KafkaInstallOptions {
   detached?: boolean;
   heapMb?: number;
   startTimeoutMs?: number;
+  /**
+   * Restart a broker that ran in `dataDir` before, keeping its topics, offsets and ports (tests
+   * that take a broker down and bring it back). Without it every start is a fresh cluster.
+   */
+  keepData?: boolean;
+  /** A second, secured listener (kafka-secure.ts builds it: SASL_SSL with SCRAM users). */
+  secure?: SecureListener;
+}
+
+export interface SecureListener {
+  /** Listener name and security protocol, e.g. SASL_SSL. */
+  protocol: 'SASL_SSL' | 'SSL' | 'SASL_PLAINTEXT';
+  port: number;
+  /** server.properties lines for it (keystore, JAAS, mechanisms). */
+  properties: string[];
+  /** Extra `kafka-storage format` arguments (--add-scram for SCRAM users). */
+  formatArgs: string[];
 }
 
 export interface LocalKafka {
@@ -103,32 +121,24 @@ export async function startKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
   const dataDir = resolve(opts.dataDir);
   const pidFile = join(dataDir, 'kafka.pid');
   await stopFromPidFile(pidFile);
-  rmSync(join(dataDir, 'logs'), { recursive: true, force: true });
-  mkdirSync(dataDir, { recursive: true });
-
-  const controllerPort = await freePort();
   const propsFile = join(dataDir, 'server.properties');
   const logFile = join(dataDir, 'server.log');
-  writeFileSync(propsFile, serverProperties(opts.port, controllerPort, join(dataDir, 'logs')));
-  writeFileSync(join(dataDir, 'log4j2.properties'), log4jProperties(logFile));
   const classpath = `${lib}/*`;
   const log4j = `-Dlog4j2.configurationFile=${join(dataDir, 'log4j2.properties')}`;
-
-  execFileSync(
-    'java',
-    [
-      log4j,
-      '-cp',
-      classpath,
-      'kafka.tools.StorageTool',
-      'format',
-      // The '=' form: a base64url id may start with '-', which would read as another option.
-      `--cluster-id=${newClusterId()}`,
-      '--config',
+  // The same server.properties (ports included: the controller's address is part of the
+  // formatted quorum) and the same formatted log directory.
+  const restart = opts.keepData === true && existsSync(join(dataDir, 'logs', 'meta.properties'));
+  if (!restart) {
+    rmSync(join(dataDir, 'logs'), { recursive: true, force: true });
+    mkdirSync(dataDir, { recursive: true });
+    const controllerPort = await freePort();
+    writeFileSync(
       propsFile,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+      serverProperties(opts.port, controllerPort, join(dataDir, 'logs'), opts.secure),
+    );
+    writeFileSync(join(dataDir, 'log4j2.properties'), log4jProperties(logFile));
+    formatStorage(classpath, log4j, propsFile, opts.secure?.formatArgs ?? []);
+  }
   const heap = `${opts.heapMb ?? 768}m`;
   const proc = startLogged(
     'java',
@@ -154,16 +164,49 @@ export async function startKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
   };
 }
 
-function serverProperties(port: number, controllerPort: number, logDir: string): string {
+function formatStorage(
+  classpath: string,
+  log4j: string,
+  propsFile: string,
+  extraArgs: string[],
+): void {
+  execFileSync(
+    'java',
+    [
+      log4j,
+      '-cp',
+      classpath,
+      'kafka.tools.StorageTool',
+      'format',
+      // The '=' form: a base64url id may start with '-', which would read as another option.
+      `--cluster-id=${newClusterId()}`,
+      '--config',
+      propsFile,
+      ...extraArgs,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+}
+
+function serverProperties(
+  port: number,
+  controllerPort: number,
+  logDir: string,
+  secure?: SecureListener,
+): string {
+  // The plaintext listener stays for the launcher's readiness probe and the broker's own traffic.
+  const extra = secure === undefined ? '' : `,${secure.protocol}://127.0.0.1:${secure.port}`;
+  const extraMap = secure === undefined ? '' : `,${secure.protocol}:${secure.protocol}`;
   return [
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}${extra}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}${extra}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${extraMap}`,
+    ...(secure?.properties ?? []),
     `log.dirs=${logDir}`,
     // One broker: internal topics cannot be replicated, and tests should not wait 3 s per group.
     'offsets.topic.replication.factor=1',
@@ -216,6 +259,8 @@ async function main(): Promise<void> {
     options: {
       port: { type: 'string', default: '19092' },
       dir: { type: 'string' },
+      'keep-data': { type: 'boolean', default: false },
+      'sasl-ssl-port': { type: 'string' },
     },
   });
   const command = positionals[0] ?? 'help';
@@ -225,22 +270,38 @@ async function main(): Promise<void> {
     process.stdout.write(`Kafka ${KAFKA_VERSION} jars in ${installKafka({ cacheDir })}\n`);
   } else if (command === 'start') {
     const started = Date.now();
+    const securePort = values['sasl-ssl-port'];
+    const secure =
+      securePort === undefined
+        ? undefined
+        : saslSslListener(Number(securePort), certificatesDirFor(dataDir));
     const kafka = await startKafka({
       cacheDir,
       port: Number(values.port),
       dataDir,
       detached: true,
+      keepData: values['keep-data'],
+      ...(secure !== undefined ? { secure: secure.listener } : {}),
     });
     process.stdout.write(
       `Kafka ${KAFKA_VERSION} ready in ${Date.now() - started} ms (pid ${kafka.pid}, data ${dataDir})\n` +
         `KAFKA_BROKERS=${kafka.brokers.join(',')}\n`,
     );
+    if (secure !== undefined) {
+      // A local test broker's throwaway credentials: printed so that a developer can connect.
+      const user = secure.users[0];
+      process.stdout.write(
+        `SASL_SSL listener: 127.0.0.1:${securePort} (SCRAM-SHA-512/256, PLAIN, OAUTHBEARER unsecured JWT)\n` +
+          `  CA file: ${secure.certificates.caFile}\n` +
+          `  user: ${user?.name ?? ''}  password: ${user?.password ?? ''}\n`,
+      );
+    }
   } else if (command === 'stop') {
     const stopped = await stopFromPidFile(join(dataDir, 'kafka.pid'));
     process.stdout.write(stopped ? 'Kafka stopped\n' : `no Kafka pid file in ${dataDir}\n`);
   } else {
     process.stdout.write(
-      'usage: node scripts/services/kafka-local.ts install | start [--port 19092] [--dir D] | stop [--port 19092] [--dir D]\n',
+      'usage: node scripts/services/kafka-local.ts install | start [--port 19092] [--dir D] [--keep-data] [--sasl-ssl-port 19093] | stop [--port 19092] [--dir D]\n',
     );
   }
 }
