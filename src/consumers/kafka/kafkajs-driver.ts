@@ -53,7 +53,7 @@ export class KafkajsDriver implements KafkaDriver {
   constructor(options: KafkajsDriverOptions) {
     const { logger } = options;
     // Topics written with zstd, snappy or lz4 would otherwise crash the consumer.
-    // registerCompressionCodecs();
+    registerCompressionCodecs();
     const connection = options.connection;
     this.explain = (err) => kafkaConnectError(err, connection);
     this.kafka = new Kafka({
