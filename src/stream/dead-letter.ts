@@ -2,6 +2,7 @@
 // headers in the manner of Kafka Connect's error reporting that say where the record came from,
 // which stage refused it, and why.
 import { hostname } from 'node:os';
+import { recordBytes } from '../sinks/sink.ts';
 import type { Headers, OutputRecord, SourceRecord } from './record.ts';
 
 /** Where a record was refused: 'output' is shaping the output record, 'sink' writing it. */
@@ -49,4 +50,38 @@ export function deadLetter(
   const headers: Headers = { ...record.headers };
   for (const [k, v] of Object.entries(errorHeaders)) headers[`${DLQ_HEADER_PREFIX}${k}`] = v;
   return { key: record.key, value: record.value, headers, origin };
+}
+
+/**
+ * A dead letter that fits the DLQ's record limit. The original value was accepted by the source,
+ * but the error headers add to it, and a DLQ that refused it would stall the route. What gives way,
+ * in order: the error message's length, the original headers, then the value itself. The origin
+ * headers always stay, so a dropped value can be read again from where it came.
+ */
+export function fitDeadLetter(dead: OutputRecord, maxBytes: number | undefined): OutputRecord {
+  if (maxBytes === undefined || recordBytes(dead) <= maxBytes) return dead;
+  const errorOnly: Headers = {};
+  for (const [name, value] of Object.entries(dead.headers))
+    if (name.startsWith(DLQ_HEADER_PREFIX)) errorOnly[name] = value;
+  const message = errorOnly[`${DLQ_HEADER_PREFIX}message`];
+  if (typeof message === 'string') errorOnly[`${DLQ_HEADER_PREFIX}message`] = message.slice(0, 200);
+  const shortened: OutputRecord = {
+    ...dead,
+    headers: { ...dead.headers, ...errorOnly },
+  };
+  if (recordBytes(shortened) <= maxBytes) return shortened;
+  const dropped = Object.keys(dead.headers).length - Object.keys(errorOnly).length;
+  const withoutHeaders: OutputRecord = {
+    ...dead,
+    headers: { ...errorOnly, [`${DLQ_HEADER_PREFIX}headers.dropped`]: String(dropped) },
+  };
+  if (recordBytes(withoutHeaders) <= maxBytes) return withoutHeaders;
+  return {
+    ...withoutHeaders,
+    value: Buffer.alloc(0),
+    headers: {
+      ...withoutHeaders.headers,
+      [`${DLQ_HEADER_PREFIX}value.dropped.bytes`]: String(dead.value.length),
+    },
+  };
 }

@@ -5,10 +5,10 @@
 // When handle() resolves, the record is safe to acknowledge; when it rejects (a sink failed), it
 // is not.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OutputRejectedError, SinkError } from '../errors.ts';
+import { ClosedError, OutputRejectedError, SinkError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { recordBytes, type Sink } from '../sinks/sink.ts';
-import { deadLetter } from './dead-letter.ts';
+import { deadLetter, fitDeadLetter } from './dead-letter.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
 import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';
 
@@ -83,7 +83,7 @@ export class RouteRunner {
     try {
       return await this.options.processor.process(record);
     } catch (err) {
-      if (err instanceof SinkError) throw err;
+      if (err instanceof SinkError || err instanceof ClosedError) throw err;
       const message = `processing failed: ${err instanceof Error ? err.message : String(err)}`;
       return {
         kind: 'dead',
@@ -122,7 +122,8 @@ export class RouteRunner {
         ...refusal,
       };
     }
-    if (this.options.dlq !== undefined) await this.options.dlq.write(outcome.record);
+    if (this.options.dlq !== undefined)
+      await this.options.dlq.write(fitDeadLetter(outcome.record, this.options.dlq.maxRecordBytes));
     else {
       // Without a DLQ the log is where the refused record is kept, bytes included.
       this.options.logger.error(
