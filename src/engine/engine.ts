@@ -48,6 +48,7 @@ export class Engine {
   private readonly shards: Shard[];
   private closed = false;
   private aborted = false;
+  private closing: Promise<void> | undefined;
   /** Submissions still measuring their input: close('drain') must wait for them to queue. */
   private readonly admitting = new Set<Promise<unknown>>();
 
@@ -176,28 +177,38 @@ export class Engine {
 
   /**
    * 'drain' runs everything queued and in flight, then stops the threads; 'abort' fails what is
-   * queued and stops the threads at once.
+   * queued, lets the batches already on a thread finish (stopping a thread inside an ONNX run
+   * aborts the process natively), then stops the threads. An abort during a drain gives up the
+   * drain's queue; every call resolves when the threads have stopped.
    */
-  async close(mode: 'drain' | 'abort' = 'drain'): Promise<void> {
-    if (this.closed) return;
+  close(mode: 'drain' | 'abort' = 'drain'): Promise<void> {
     this.closed = true;
-    if (mode === 'drain') {
-      await Promise.allSettled(this.admitting);
-      this.dispatcher.flush();
-      await this.dispatcher.whenIdle();
-      this.dispatcher.stop();
-      await Promise.all(this.shards.map((shard) => shard.drain()));
-      return;
-    }
-    this.aborted = true;
+    if (mode === 'abort') this.failQueued();
+    this.closing ??= mode === 'drain' ? this.drainAll() : this.abortAll();
+    return this.closing;
+  }
+
+  private async drainAll(): Promise<void> {
+    await Promise.allSettled(this.admitting);
+    this.dispatcher.flush();
+    await this.dispatcher.whenIdle();
     this.dispatcher.stop();
+    await Promise.all(this.shards.map((shard) => shard.drain()));
+  }
+
+  private async abortAll(): Promise<void> {
+    this.dispatcher.stop();
+    await Promise.all(this.shards.map((shard) => shard.abort()));
+  }
+
+  private failQueued(): void {
+    this.aborted = true;
     for (const [alias, queue] of this.queues) {
       for (const item of queue.drainAll())
         item.payload.reject(
           new ClosedError(`the engine was aborted before '${alias}' ran this input`),
         );
     }
-    await Promise.all(this.shards.map((shard) => shard.abort()));
   }
 
   private queue(alias: string): BatchQueue<Pending> {

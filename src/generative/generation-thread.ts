@@ -100,11 +100,19 @@ export class GenerationThread {
     await done;
   }
 
-  /** Fails every pending request and stops the thread now. */
+  /**
+   * Fails every pending request and stops the thread after its current step: terminating a
+   * thread inside session.run aborts the whole process natively (Napi::Error).
+   */
   async abort(): Promise<void> {
     this.stopping = true;
+    const ids = [...this.pending.keys()];
     this.failAll(new ClosedError('the generative engine was aborted'));
-    if (!this.exited) await this.worker.terminate();
+    if (this.exited) return;
+    for (const id of ids) this.post({ kind: 'cancel', id, reason: 'aborted' });
+    const done = new Promise<void>((resolve) => (this.drained = resolve));
+    this.post({ kind: 'drain' });
+    await done;
   }
 
   private post(message: ToWorker): void {

@@ -24,6 +24,12 @@ export class InOrderWriter {
     });
   }
 
+  /** The ticket's record will not be written (it failed before its write): later ones go on. */
+  skip(ticket: number): void {
+    this.ready.set(ticket, { write: () => Promise.resolve(), done: () => undefined });
+    void this.flush();
+  }
+
   get pending(): number {
     return this.nextTicket - this.nextToWrite;
   }

@@ -5,7 +5,7 @@
 // failure (a crashed inference thread) is handed back for the caller to retry. A sink failure
 // during processing (a streamed partial record) rejects instead: the record is fine, it must only
 // not be acknowledged.
-import { HugotError, SinkError } from '../errors.ts';
+import { ClosedError, HugotError, SinkError } from '../errors.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import { deadLetter, type Stage } from './dead-letter.ts';
 import { getPath } from './field-path.ts';
@@ -72,7 +72,8 @@ export class RecordProcessor {
     try {
       return await this.steps(record, at);
     } catch (err) {
-      if (err instanceof SinkError) throw err;
+      // The record is fine: a sink failed, or the worker is shutting down and gave it up.
+      if (err instanceof SinkError || err instanceof ClosedError) throw err;
       const refusal =
         err instanceof Refusal
           ? err
@@ -159,7 +160,7 @@ export class RecordProcessor {
     try {
       result = await this.submit(this.route.pipeline, input, { record, parsed });
     } catch (err) {
-      if (err instanceof SinkError) throw err;
+      if (err instanceof SinkError || err instanceof ClosedError) throw err;
       if (err instanceof HugotError && err.retriable) return { kind: 'retry', error: err };
       const code = err instanceof HugotError ? err.code : 'INTERNAL';
       throw new Refusal('inference', code, messageOf(err));

@@ -43,6 +43,10 @@ export class Shard {
       minThreads: options.spec.threads,
       maxThreads: options.spec.threads,
       idleTimeout: Infinity,
+      // close() must wait out a running batch however long it takes: piscina destroys the
+      // threads at this timeout, and a thread terminated inside session.run aborts the whole
+      // process natively ("terminate called after throwing an instance of 'Napi::Error'").
+      closeTimeout: 2 ** 31 - 1,
       workerData: shardSetup(options.setup, options.spec),
     });
     this.pool.on('error', (err: unknown) =>
@@ -86,10 +90,13 @@ export class Shard {
     await this.pool.close();
   }
 
-  /** Stops the threads now; in-flight batches fail. */
+  /**
+   * Stops taking batches: one not yet on a thread fails, one running finishes (an ONNX run
+   * cannot be interrupted safely, see closeTimeout above), then the threads stop.
+   */
   async abort(): Promise<void> {
     this.closed = true;
-    await this.pool.destroy();
+    await this.pool.close({ force: true });
   }
 
   private async attempt(pipeline: string, inputs: unknown[]): Promise<WorkerResponse> {

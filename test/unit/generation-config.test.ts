@@ -52,6 +52,7 @@ describe('generation route config', () => {
     expect(parsed.routes[0]?.output).toEqual({
       mode: 'result',
       field: 'result',
+      overwrite: false,
       stream: { everyTokens: 4 },
     });
     expect(parsed.routes[0]?.generation).toEqual({ timeoutMs: 5000, optionsField: 'options' });

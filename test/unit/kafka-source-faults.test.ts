@@ -215,7 +215,7 @@ describe('Kafka source faults', () => {
       consumer.crashNow();
       await vi.waitFor(() => expect(consumer.restarts).toBe(3), { timeout: 20_000 });
       await vi.waitFor(() => expect(consumer.lastCommit()).toBe(300n), { timeout: 10_000 });
-      expect(health).toEqual(['degraded', 'degraded', 'degraded', 'healthy']);
+      expect(health).toEqual(['healthy', 'degraded', 'degraded', 'degraded', 'healthy']);
       expect(new Set(written).size).toBe(300);
       await source.stop();
     },

@@ -293,7 +293,14 @@ export class KafkaSource implements Source {
         ? Promise.resolve(this.giveUp(record, exhausted))
         : this.deps.runner.decide(record);
     decided
-      .then((outcome) => lane.writer.complete(ticket, () => this.write(lane, message, outcome)))
+      .then(
+        (outcome) => lane.writer.complete(ticket, () => this.write(lane, message, outcome)),
+        (err: unknown) => {
+          // Records after it must not wait for a write that will never come.
+          lane.writer.skip(ticket);
+          throw err;
+        },
+      )
       .catch((err: unknown) => this.fail(lane, err, message.offset))
       .finally(() => {
         this.inFlight -= 1;
@@ -369,6 +376,15 @@ export class KafkaSource implements Source {
    */
   private fail(lane: PartitionLane, err: unknown, offset: string): void {
     if (lane.retired) return;
+    if (this.stopping) {
+      // Shutting down: the record stays unacknowledged (the commit stops before it) and the
+      // partition's next reader takes it; no rewind, no attempt counted.
+      this.deps.logger.debug(
+        { err, topic: lane.tp.topic, partition: lane.tp.partition, offset },
+        'a record was left for the next reader',
+      );
+      return;
+    }
     const transient = isTransient(err);
     const key = attemptKey(lane, offset);
     const attempt = (this.attempts.get(key)?.count ?? 0) + (transient ? 0 : 1);
@@ -502,6 +518,8 @@ const OUTAGE_NAMES = new Set([
   'KafkaJSBrokerNotFound',
   'KafkaJSLockTimeout',
   'ConnectionError',
+  // The worker is shutting down and gave the record up.
+  'ClosedError',
 ]);
 
 /** An outage or another failure that says nothing about the record: it does not count. */
