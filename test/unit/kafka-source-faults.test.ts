@@ -215,7 +215,9 @@ describe('Kafka source faults', () => {
       consumer.crashNow();
       await vi.waitFor(() => expect(consumer.restarts).toBe(3), { timeout: 20_000 });
       await vi.waitFor(() => expect(consumer.lastCommit()).toBe(300n), { timeout: 10_000 });
-      expect(health).toEqual(['healthy', 'degraded', 'degraded', 'degraded', 'healthy']);
+      // Three failed-or-pending attempts reported, then back (a join may also report 'healthy').
+      expect(health.slice(-4)).toEqual(['degraded', 'degraded', 'degraded', 'healthy']);
+      expect(health.filter((h) => h === 'degraded')).toHaveLength(3);
       expect(new Set(written).size).toBe(300);
       await source.stop();
     },
