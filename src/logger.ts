@@ -6,6 +6,19 @@ export interface Logger {
   info(fields: object, message: string): void;
   warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
+  /** A logger whose lines carry `bindings` too (pino's child); childLogger() covers its absence. */
+  child?(bindings: object): Logger;
+}
+
+/** A logger whose lines all carry `bindings` (route, partition): pino's child() when it has one. */
+export function childLogger(logger: Logger, bindings: object): Logger {
+  if (logger.child !== undefined) return logger.child(bindings);
+  return {
+    debug: (fields, message) => logger.debug({ ...bindings, ...fields }, message),
+    info: (fields, message) => logger.info({ ...bindings, ...fields }, message),
+    warn: (fields, message) => logger.warn({ ...bindings, ...fields }, message),
+    error: (fields, message) => logger.error({ ...bindings, ...fields }, message),
+  };
 }
 
 export const silentLogger: Logger = {
@@ -25,5 +38,6 @@ export function redactingLogger(inner: Logger): Logger {
     info: (fields, message) => inner.info(redactFields(fields), redactText(message)),
     warn: (fields, message) => inner.warn(redactFields(fields), redactText(message)),
     error: (fields, message) => inner.error(redactFields(fields), redactText(message)),
+    child: (bindings) => redactingLogger(childLogger(inner, redactFields(bindings))),
   };
 }

@@ -2,7 +2,7 @@
 // Every line is scrubbed of secrets twice over: redactingLogger walks the fields (errors
 // included) before pino sees them, and pino's own `redact` paths censor the known secret fields
 // should anything reach pino another way.
-import { pino, type DestinationStream } from 'pino';
+import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { redactingLogger, type Logger } from '../logger.ts';
 import { REDACTED, redactValue } from '../redaction.ts';
 
@@ -33,16 +33,21 @@ export function createCliLogger(
   const logger = pino(
     {
       level,
-      base: { pid: process.pid },
+      // pino's default base: pid and hostname (which pod or host wrote the line).
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       serializers: { err: (err: unknown) => redactValue(err) },
     },
     destination,
   );
-  return redactingLogger({
+  return redactingLogger(seam(logger));
+}
+
+function seam(logger: PinoLogger): Logger {
+  return {
     debug: (fields, message) => logger.debug(fields, message),
     info: (fields, message) => logger.info(fields, message),
     warn: (fields, message) => logger.warn(fields, message),
     error: (fields, message) => logger.error(fields, message),
-  });
+    child: (bindings) => seam(logger.child(bindings)),
+  };
 }

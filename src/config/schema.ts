@@ -9,6 +9,7 @@ import {
   outputStreamSchema,
   routeGenerationSchema,
 } from './generative-schema.ts';
+import { telemetrySchema } from '../telemetry/telemetry-options.ts';
 
 const name = z.string().min(1);
 
@@ -247,6 +248,8 @@ export const configSchema = z
       .object({ timeoutMs: z.number().int().min(0).default(30_000) })
       .strict()
       .default({ timeoutMs: 30_000 }),
+    /** Metrics, health endpoints, traces and stats lines (docs/operations.md); off unless asked. */
+    telemetry: telemetrySchema.prefault({}),
   })
   .strict();
 

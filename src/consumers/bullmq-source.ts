@@ -13,7 +13,7 @@
 //                   own retries the processor throws, so BullMQ's `attempts`/`backoff` (job options
 //                   set by the producer) apply; when the last attempt fails, the job goes to the DLQ
 //                   and stays in BullMQ's failed set
-import { Worker, type Job } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   closeRedis,
@@ -24,7 +24,7 @@ import {
 import { deadLetter } from '../stream/dead-letter.ts';
 import type { Outcome } from '../stream/processor.ts';
 import type { SourceRecord } from '../stream/record.ts';
-import type { Source, SourceDeps } from './source.ts';
+import type { LagSample, Source, SourceDeps } from './source.ts';
 
 type Decided = Exclude<Outcome, { kind: 'retry' }>;
 
@@ -57,6 +57,8 @@ export class BullmqSource implements Source {
   /** Dead letters of the last retriable failure per job, for the 'failed' handler. */
   private readonly lastFailure = new Map<string, Decided & { kind: 'dead' }>();
   private readonly deadLetterWrites = new Set<Promise<void>>();
+  /** Opened at the first lag() (metrics), on the worker's connection. */
+  private queue: Queue | undefined;
 
   constructor(options: BullmqSourceOptions, deps: SourceDeps) {
     this.options = options;
@@ -95,7 +97,15 @@ export class BullmqSource implements Source {
     // close() waits for active jobs, whose processors wait for their outputs to be written.
     await this.worker?.close();
     await Promise.allSettled([...this.deadLetterWrites]);
+    await this.queue?.close().catch(() => undefined);
     if (this.connection !== undefined) await closeRedis(this.connection);
+  }
+
+  /** Jobs waiting to be taken (BullMQ's waiting count: wait, paused and prioritized). */
+  async lag(): Promise<LagSample[]> {
+    if (this.connection === undefined || this.stopping) return [];
+    this.queue ??= new Queue(this.options.queue, { connection: this.connection });
+    return [{ partition: this.options.queue, lag: await this.queue.getWaitingCount() }];
   }
 
   private async process(job: Job): Promise<unknown> {

@@ -18,7 +18,7 @@ import {
 } from '../services/redis-connection.ts';
 import { deadLetter } from '../stream/dead-letter.ts';
 import type { SourceRecord } from '../stream/record.ts';
-import type { Source, SourceDeps } from './source.ts';
+import type { LagSample, Source, SourceDeps } from './source.ts';
 import { parseEntries, type StreamEntry } from './stream-entries.ts';
 
 export interface RedisStreamSourceOptions {
@@ -101,6 +101,22 @@ export class RedisStreamSource implements Source {
     for (const connection of [this.client, this.reader]) {
       if (connection !== undefined) await closeRedis(connection);
     }
+  }
+
+  /** The group's lag (entries not yet delivered, XINFO GROUPS) plus its pending entries. */
+  async lag(): Promise<LagSample[]> {
+    const client = this.client;
+    if (client === undefined || this.stopping) return [];
+    const groups = (await client.xinfo('GROUPS', this.options.stream)) as unknown[][];
+    for (const fields of groups) {
+      const info = new Map<string, unknown>();
+      for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
+      if (info.get('name') !== this.options.group) continue;
+      // lag is null when Redis cannot tell (entries deleted from the middle of the stream).
+      const behind = Number(info.get('lag') ?? 0) + Number(info.get('pending') ?? 0);
+      return [{ partition: this.options.stream, lag: Number.isFinite(behind) ? behind : 0 }];
+    }
+    return [];
   }
 
   private async readLoop(): Promise<void> {

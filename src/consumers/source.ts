@@ -22,6 +22,17 @@ export interface SourceDeps {
    * (the worker then stops; a source never exits the process itself).
    */
   onHealth?: (health: SourceHealth) => void;
+  /** Hears what operators count (metrics): a failed commit or acknowledgement, a rebalance. */
+  onEvent?: (event: SourceEvent) => void;
+}
+
+export type SourceEvent = 'commit-failed' | 'rebalance';
+
+/** Records a source's broker holds that this route has not processed yet, per partition. */
+export interface LagSample {
+  /** A Kafka partition number; the queue or stream name elsewhere. */
+  partition: string;
+  lag: number;
 }
 
 export type SourceHealth =
@@ -35,4 +46,6 @@ export interface Source {
   readonly finished: Promise<void> | undefined;
   /** Stops taking records, lets those in flight finish, acknowledges what was written, disconnects. */
   stop(): Promise<void>;
+  /** Asks the broker how far behind the route is (metrics); absent for sources without lag. */
+  lag?(): Promise<LagSample[]>;
 }

@@ -10,6 +10,8 @@ export interface Pending {
   input: unknown;
   resolve: (output: unknown) => void;
   reject: (error: unknown) => void;
+  /** Opaque to the engine: the record's span context, handed back in BatchDone (tracing). */
+  trace?: unknown;
 }
 
 export interface DispatchStats {
@@ -26,9 +28,19 @@ export interface DispatchStats {
 /** One finished batch, as `Engine.onBatch` listeners hear of it. */
 export interface BatchDone {
   pipeline: string;
+  /** The shard that ran it (its name: 'cpu', 'cuda:0', ...). */
+  shard: string;
   items: number;
   /** Its compute time inside the inference thread, in milliseconds. */
   computeMs: number;
+  /** Longest input times rows: what the model computed on. */
+  paddedTokens: number;
+  /** When it was handed to its shard and when its outputs came back (the dispatcher's clock). */
+  startedAt: number;
+  endedAt: number;
+  /** Per item, in batch order: what was submitted with it (SubmitOptions.trace) and when. */
+  traces: unknown[];
+  enqueuedAt: number[];
 }
 
 export class Dispatcher {
@@ -129,6 +141,7 @@ export class Dispatcher {
   private dispatch(shard: Shard, pipeline: string, batch: QueueItem<Pending>[]): void {
     const longest = batch.reduce((max, item) => Math.max(max, item.tokens), 0);
     const rows = batch.reduce((sum, item) => sum + item.rows, 0);
+    const startedAt = this.now();
     this.stats.batches += 1;
     this.stats.items += batch.length;
     this.stats.paddedTokens += longest * rows;
@@ -142,8 +155,20 @@ export class Dispatcher {
       .then(
         ({ outputs, computeMs }) => {
           this.stats.computeMs += computeMs;
-          for (const listener of this.batchListeners)
-            listener({ pipeline, items: batch.length, computeMs });
+          if (this.batchListeners.size > 0) {
+            const done: BatchDone = {
+              pipeline,
+              shard: shard.spec.name,
+              items: batch.length,
+              computeMs,
+              paddedTokens: longest * rows,
+              startedAt,
+              endedAt: this.now(),
+              traces: batch.map((item) => item.payload.trace),
+              enqueuedAt: batch.map((item) => item.enqueuedAt),
+            };
+            for (const listener of this.batchListeners) listener(done);
+          }
           batch.forEach((item, i) => item.payload.resolve(outputs[i]));
         },
         (error: unknown) => this.failed(shard, pipeline, batch, error),

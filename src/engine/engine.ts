@@ -39,6 +39,8 @@ export interface SubmitOptions {
   /** Milliseconds from now after which the input must not run. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Carried with the input and handed back in onBatch's BatchDone.traces (a span context). */
+  trace?: unknown;
 }
 
 export class Engine {
@@ -147,6 +149,16 @@ export class Engine {
     return this.queue(alias).size;
   }
 
+  /** The batch pipelines' names, in config order. */
+  get pipelines(): string[] {
+    return [...this.queues.keys()];
+  }
+
+  /** Inference threads that died under a batch, over every shard. */
+  get threadCrashes(): number {
+    return this.shards.reduce((sum, shard) => sum + shard.crashes, 0);
+  }
+
   async submit<Output = unknown>(
     alias: string,
     input: unknown,
@@ -161,7 +173,12 @@ export class Engine {
     const submitted = performance.now();
     return new Promise<Output>((resolve, reject) => {
       queue.push(
-        { input, resolve: resolve as (o: unknown) => void, reject },
+        {
+          input,
+          resolve: resolve as (o: unknown) => void,
+          reject,
+          ...(options.trace !== undefined ? { trace: options.trace } : {}),
+        },
         cost.tokens,
         submitted,
         {

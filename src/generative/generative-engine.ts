@@ -101,6 +101,17 @@ export class GenerativeEngine {
     return this.threads.reduce((n, t) => n + t.load, 0);
   }
 
+  /** Sequences active and KV tokens reserved, over every thread's last step (metrics). */
+  stats(): { active: number; reservedKvTokens: number } {
+    let active = 0;
+    let reservedKvTokens = 0;
+    for (const thread of this.threads) {
+      active += thread.lastStats.active;
+      reservedKvTokens += thread.lastStats.reservedKvTokens;
+    }
+    return { active, reservedKvTokens };
+  }
+
   /** 'pause' when pending reaches 3/4 of maxPending, 'resume' when it falls to 1/4. */
   onPressure(listener: (pressure: Pressure) => void): () => void {
     this.listeners.add(listener);

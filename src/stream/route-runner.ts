@@ -30,6 +30,8 @@ export interface RouteRunnerOptions {
   dlq: Sink | undefined;
   retries: number;
   logger: Logger;
+  /** Without a DLQ, log a refused record's bytes (base64); otherwise only its size and origin. */
+  logRecordBytes?: boolean;
 }
 
 export class RouteRunner {
@@ -125,13 +127,20 @@ export class RouteRunner {
     if (this.options.dlq !== undefined)
       await this.options.dlq.write(fitDeadLetter(outcome.record, this.options.dlq.maxRecordBytes));
     else {
-      // Without a DLQ the log is where the refused record is kept, bytes included.
+      // Without a DLQ the log is all that is left of the refused record; its bytes (which may
+      // hold personal data) go there only when the operator opted in.
       this.options.logger.error(
         {
           route: this.name,
           code: outcome.code,
-          headers: outcome.record.headers,
-          valueBase64: outcome.record.value.toString('base64'),
+          origin: describeOrigin(outcome.record.origin),
+          bytes: outcome.record.value.length,
+          ...(this.options.logRecordBytes === true
+            ? {
+                headers: outcome.record.headers,
+                valueBase64: outcome.record.value.toString('base64'),
+              }
+            : {}),
         },
         `record refused: ${outcome.message}`,
       );

@@ -28,6 +28,8 @@ export class Shard {
   readonly spec: ShardSpec;
   /** Batches it accepts at once: one per thread plus one prefetched, ready when a thread frees. */
   readonly capacity: number;
+  /** Threads that died under a batch (each one piscina replaced). */
+  crashes = 0;
   private running = 0;
   private closed = false;
   private readonly pool: Piscina<WorkerRequest, WorkerResponse>;
@@ -108,6 +110,7 @@ export class Shard {
         throw new ClosedError(`shard ${this.spec.name} closed while a batch was running`, {
           cause: first,
         });
+      this.crashes += 1;
       this.logger.warn(
         { err: first, shard: this.spec.name, pipeline, size: inputs.length },
         'inference thread died; retrying the batch once',
@@ -115,6 +118,7 @@ export class Shard {
       try {
         return await this.pool.run(request);
       } catch (second) {
+        this.crashes += 1;
         throw new WorkerCrashedError(
           `the inference thread died twice running a batch of ${inputs.length} for '${pipeline}' on shard ${this.spec.name}: ${errorMessage(second)}`,
           { cause: second },

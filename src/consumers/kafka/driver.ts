@@ -58,6 +58,11 @@ export interface KafkaConsumerDriver {
   /** The group's committed offsets for a topic (read from the coordinator, not from memory). */
   committed(topic: string): Promise<TopicPartitionOffset[]>;
   /**
+   * Per partition of the topic: its high watermark minus the group's committed offset (or its
+   * earliest offset when nothing is committed). Asked of the brokers, not kept in memory.
+   */
+  lag?(topic: string): Promise<{ partition: number; lag: number }[]>;
+  /**
    * Called with this member's whole assignment after every (re)join. Partitions not listed were
    * revoked or lost; partitions listed restart from their committed offsets.
    */

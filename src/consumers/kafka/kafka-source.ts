@@ -12,7 +12,7 @@ import { deadLetter } from '../../stream/dead-letter.ts';
 import type { OutputRecord, SourceRecord } from '../../stream/record.ts';
 import { recordBytes } from '../../sinks/sink.ts';
 import { Backoff } from '../backoff.ts';
-import type { Source, SourceDeps } from '../source.ts';
+import type { LagSample, Source, SourceDeps } from '../source.ts';
 import type {
   DriverBatch,
   DriverMessage,
@@ -118,6 +118,12 @@ export class KafkaSource implements Source {
     await this.transactions?.releaseAll();
   }
 
+  /** Per partition: high watermark minus the group's committed offset, asked of the brokers. */
+  async lag(): Promise<LagSample[]> {
+    const lag = (await this.consumer.lag?.(this.options.topic)) ?? [];
+    return lag.map(({ partition, lag: behind }) => ({ partition: String(partition), lag: behind }));
+  }
+
   /**
    * The consumer stopped (the broker went away, the coordinator moved): restart it with jittered
    * backoff until it runs again, however long the outage. Never exits the process; a bound
@@ -179,8 +185,10 @@ export class KafkaSource implements Source {
       );
       this.outageSince = undefined;
       this.reconnectBackoff.reset();
-      this.deps.onHealth?.({ state: 'healthy' });
     }
+    // Every (re)join: the source is in its group (readiness), and a rebalance happened (metrics).
+    this.deps.onHealth?.({ state: 'healthy' });
+    this.deps.onEvent?.('rebalance');
     const previous = this.lanes;
     this.lanes = new Map();
     for (const tp of assigned) {
@@ -470,6 +478,7 @@ export class KafkaSource implements Source {
       } catch (err) {
         // A rebalance in progress refuses commits; the new owner reads from the last good one.
         this.deps.logger.warn({ err, topic: this.options.topic }, 'offset commit failed');
+        this.deps.onEvent?.('commit-failed');
       }
     })().finally(() => {
       if (this.committing === round) this.committing = undefined;
@@ -491,6 +500,7 @@ export class KafkaSource implements Source {
           { err, topic: lane.tp.topic, partition: lane.tp.partition },
           'transaction aborted; reading the partition again from its last commit',
         );
+        this.deps.onEvent?.('commit-failed');
         this.rewind(lane);
       }
     })().finally(() => {

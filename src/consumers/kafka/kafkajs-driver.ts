@@ -260,6 +260,28 @@ class KafkajsConsumer implements KafkaConsumerDriver {
     }
   }
 
+  async lag(topic: string): Promise<{ partition: number; lag: number }[]> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const [ends, committed] = await Promise.all([
+        admin.fetchTopicOffsets(topic),
+        admin.fetchOffsets({ groupId: this.groupId, topics: [topic] }),
+      ]);
+      const done = new Map(
+        (committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]),
+      );
+      return ends.map((end) => {
+        const mine = done.get(end.partition) ?? -1n;
+        const from = mine >= 0n ? mine : BigInt(end.low);
+        const lag = BigInt(end.high) - from;
+        return { partition: end.partition, lag: Number(lag > 0n ? lag : 0n) };
+      });
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
   onAssignment(listener: (assigned: TopicPartition[]) => void): void {
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       const assigned: TopicPartition[] = [];

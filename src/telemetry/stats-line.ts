@@ -1,0 +1,48 @@
+// A periodic `stats` log line for processes whose standard error is not a terminal (a pod's log):
+// per route the records received, written, dead-lettered and retried so far and the rate since
+// the last line, and whether the worker is ready. On a terminal the one-line progress display
+// does this job instead (src/cli/run-command.ts).
+import type { Logger } from '../logger.ts';
+import type { RouteCounters } from '../stream/route-runner.ts';
+import type { HealthAnswer } from './health.ts';
+
+export interface StatsLineOptions {
+  intervalMs: number;
+  logger: Logger;
+  counters: () => Record<string, RouteCounters>;
+  readiness: () => HealthAnswer;
+  now?: () => number;
+}
+
+/** Starts the line's timer; returns the function that stops it. */
+export function startStatsLine(options: StatsLineOptions): () => void {
+  if (options.intervalMs <= 0) return () => undefined;
+  const line = statsLine(options);
+  const timer = setInterval(line, options.intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** One line per call (what the timer calls; tests call it directly). */
+export function statsLine(options: StatsLineOptions): () => void {
+  const now = options.now ?? (() => performance.now());
+  let last = { at: now(), done: new Map<string, number>() };
+  return () => {
+    const at = now();
+    const seconds = Math.max((at - last.at) / 1000, 1e-3);
+    const done = new Map<string, number>();
+    const routes: Record<string, RouteCounters & { perSecond: number }> = {};
+    for (const [route, c] of Object.entries(options.counters())) {
+      const finished = c.written + c.deadLettered;
+      done.set(route, finished);
+      const before = last.done.get(route) ?? 0;
+      routes[route] = { ...c, perSecond: Math.round(((finished - before) / seconds) * 10) / 10 };
+    }
+    last = { at, done };
+    const ready = options.readiness();
+    options.logger.info(
+      { stats: { routes, ready: ready.ok, ...(ready.ok ? {} : { notReady: ready.reasons }) } },
+      'stats',
+    );
+  };
+}

@@ -1,0 +1,105 @@
+// The operator surface of one worker process: the health state (always: it is what ends a
+// process whose source died for good), and when asked for in `telemetry:`, the HTTP server with
+// /metrics, /livez and /readyz, and tracing. start() runs before the models load, so /readyz
+// is red while they do. With telemetry off, `metrics` and `tracing` are undefined and the
+// stream worker adds no hook at all.
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import type { Logger } from '../logger.ts';
+import { HealthState } from './health.ts';
+import type { RecordTracing } from './record-tracing.ts';
+import { TelemetryServer } from './telemetry-server.ts';
+import type { TelemetryConfig } from './telemetry-options.ts';
+import { startTracing, type TracingHandle } from './tracing-sdk.ts';
+import { WorkerMetrics } from './worker-metrics.ts';
+import { WorkerTelemetry } from './worker-telemetry.ts';
+
+export class Telemetry {
+  readonly config: TelemetryConfig;
+  readonly health: HealthState;
+  readonly metrics: WorkerMetrics | undefined;
+  readonly tracing: RecordTracing | undefined;
+  private readonly server: TelemetryServer | undefined;
+  private readonly meterProvider: MeterProvider | undefined;
+  private readonly tracingHandle: TracingHandle | undefined;
+
+  private constructor(parts: {
+    config: TelemetryConfig;
+    health: HealthState;
+    metrics?: WorkerMetrics;
+    server?: TelemetryServer;
+    meterProvider?: MeterProvider;
+    tracing?: TracingHandle;
+  }) {
+    this.config = parts.config;
+    this.health = parts.health;
+    this.metrics = parts.metrics;
+    this.server = parts.server;
+    this.meterProvider = parts.meterProvider;
+    this.tracingHandle = parts.tracing;
+    this.tracing = parts.tracing?.tracing;
+  }
+
+  static async start(config: TelemetryConfig, logger: Logger): Promise<Telemetry> {
+    const health = new HealthState({ sourceOutageMs: config.health.sourceOutageMs });
+    if (!config.enabled) return new Telemetry({ config, health });
+    let metrics: WorkerMetrics | undefined;
+    let meterProvider: MeterProvider | undefined;
+    let server: TelemetryServer | undefined;
+    if (config.port !== undefined) {
+      let exporter: PrometheusExporter | undefined;
+      if (config.metrics) {
+        exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+        meterProvider = new MeterProvider({ readers: [exporter] });
+        metrics = new WorkerMetrics(meterProvider.getMeter('hugot-stream'));
+      }
+      server = await TelemetryServer.start({
+        host: config.host,
+        port: config.port,
+        health,
+        ...(exporter !== undefined
+          ? { metrics: (req, res) => exporter.getMetricsRequestHandler(req, res) }
+          : {}),
+      });
+      logger.info(
+        { port: server.port, metrics: config.metrics },
+        'telemetry server listening (/metrics, /livez, /readyz)',
+      );
+    }
+    const endpoint = config.tracing.endpoint;
+    const tracing =
+      endpoint !== undefined ? startTracing({ ...config.tracing, endpoint }) : undefined;
+    return new Telemetry({
+      config,
+      health,
+      ...(metrics !== undefined ? { metrics } : {}),
+      ...(server !== undefined ? { server } : {}),
+      ...(meterProvider !== undefined ? { meterProvider } : {}),
+      ...(tracing !== undefined ? { tracing } : {}),
+    });
+  }
+
+  /** The hooks a StreamWorker takes (StreamWorkerOptions.telemetry). */
+  forWorker(logger: Logger): WorkerTelemetry {
+    return new WorkerTelemetry({
+      health: this.health,
+      metrics: this.metrics,
+      tracing: this.tracing,
+      lagIntervalMs: this.config.lagIntervalMs,
+      logger,
+    });
+  }
+
+  /** The server's bound port (telemetry.port 0 picks one). */
+  get port(): number | undefined {
+    return this.server?.port;
+  }
+
+  /** Flushes spans, stops the server last (probes and a final scrape see the drained state). */
+  async close(): Promise<void> {
+    this.health.close();
+    await this.tracingHandle?.shutdown().catch(() => undefined);
+    await this.meterProvider?.shutdown().catch(() => undefined);
+    await this.server?.close();
+  }
+}
