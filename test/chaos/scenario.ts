@@ -1,0 +1,145 @@
+// What every chaos scenario gets (the services, Kafka from outside, the worker processes) and what
+// it gives back: records in, lost, duplicates and the checks that failed, in words.
+import { randomBytes } from 'node:crypto';
+import { waitForProgress } from '../helpers/progress.ts';
+import type { KafkaTools } from './kafka-tools.ts';
+import { idOf, recordValue } from './routes.ts';
+import type { ChaosServices } from './services.ts';
+import type { ChaosWorker, WorkerPool } from './worker.ts';
+
+export interface ChaosContext {
+  services: ChaosServices;
+  kafka: KafkaTools;
+  workers: WorkerPool;
+  /** How long a measure may stand still before a wait fails. */
+  stallMs: number;
+  /** How long a worker may take to show its first progress (start-up, group join). */
+  startMs: number;
+  log: (message: string) => void;
+}
+
+export interface ScenarioResult {
+  name: string;
+  records: number;
+  lost: number;
+  duplicates: number;
+  mode: 'at-least-once' | 'exactly-once';
+  failures: string[];
+  details: Record<string, unknown>;
+}
+
+export type Scenario = (ctx: ChaosContext, records: number) => Promise<ScenarioResult>;
+
+export function unique(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Records spread over `partitions` in order: record i goes to partition i % partitions. */
+export function scenarioRecords(
+  scenario: string,
+  count: number,
+  partitions: number,
+): { partition: number; key: string; value: string }[] {
+  return Array.from({ length: count }, (_, i) => ({
+    partition: i % partitions,
+    key: `${scenario}-${i}`,
+    value: recordValue(scenario, i),
+  }));
+}
+
+/** Lost and duplicated ids among outputs, against ids `<scenario>-0 .. count-1`. */
+export function countOutputs(
+  scenario: string,
+  count: number,
+  values: readonly (Buffer | string | null)[],
+): { lost: number; duplicates: number; strangers: number } {
+  const seen = new Map<string, number>();
+  let strangers = 0;
+  for (const value of values) {
+    const id = idOf(value);
+    if (id === undefined || !id.startsWith(`${scenario}-`)) strangers += 1;
+    else seen.set(id, (seen.get(id) ?? 0) + 1);
+  }
+  let lost = 0;
+  let duplicates = 0;
+  for (let i = 0; i < count; i += 1) {
+    const n = seen.get(`${scenario}-${i}`) ?? 0;
+    if (n === 0) lost += 1;
+    else duplicates += n - 1;
+  }
+  return { lost, duplicates, strangers };
+}
+
+/** Waits until the group has committed `total` records of `topic`, failing when commits stall. */
+export async function waitCommitted(
+  ctx: ChaosContext,
+  groupId: string,
+  topic: string,
+  total: number,
+  workers: readonly ChaosWorker[],
+  what: string,
+  stallMs = ctx.stallMs,
+): Promise<void> {
+  await waitForProgress(() => ctx.kafka.committedTotal(groupId, topic), {
+    what,
+    done: (n) => n >= total,
+    stallMs,
+    firstProgressMs: Math.max(stallMs, ctx.startMs),
+    intervalMs: 500,
+    abort: () =>
+      workers.every((w) => !w.alive()) ? workers.map((w) => w.gone()).join('; ') : undefined,
+    context: () => workers.map((w) => `${w.name}: ${w.output()}`).join('\n'),
+  });
+}
+
+/** Waits until the topic's end offsets reach `target` (outputs written, committed or not). */
+export async function waitOutputs(
+  ctx: ChaosContext,
+  topic: string,
+  target: number,
+  worker: ChaosWorker,
+  what: string,
+): Promise<void> {
+  await waitForProgress(() => ctx.kafka.endTotal(topic), {
+    what,
+    done: (n) => n >= target,
+    stallMs: ctx.stallMs,
+    firstProgressMs: Math.max(ctx.stallMs, ctx.startMs),
+    intervalMs: 250,
+    abort: worker.gone,
+  });
+}
+
+/** SIGTERM, then the exit code; a worker that outlives `graceMs` is killed and reported. */
+export async function terminate(
+  worker: ChaosWorker,
+  graceMs: number,
+  startMs = 180_000,
+): Promise<number | string> {
+  if (!worker.alive()) return worker.exited;
+  // A signal before start-up finished tests start-up, not draining: wait until it runs.
+  await waitForProgress(() => worker.isRunning(), {
+    what: `${worker.name} to start`,
+    done: (running) => running,
+    stallMs: startMs,
+    abort: worker.gone,
+  }).catch(() => undefined);
+  worker.child.kill('SIGTERM');
+  const timer = setTimeout(() => worker.child.kill('SIGKILL'), graceMs);
+  try {
+    return await worker.exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A fault that lands after the input was done tests nothing: that is a failure of the run. */
+export function midRun(done: number, count: number, fault: string): string | undefined {
+  return done >= count
+    ? `the ${fault} came after all ${count} records were written (too few records for this machine)`
+    : undefined;
+}
+
+export function failureText(error: unknown): string {
+  return error instanceof Error ? error.message.slice(0, 1500) : String(error);
+}
