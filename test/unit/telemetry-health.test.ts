@@ -159,10 +159,11 @@ describe('metered generation', () => {
     const engine = {
       submit: (): AsyncIterable<GenerationEvent> => ({
         async *[Symbol.asyncIterator]() {
+          await Promise.resolve();
           now = 350;
-          yield { type: 'token', tokenId: 1, text: 'a' } as GenerationEvent;
+          yield { type: 'token', tokenId: 1, text: 'a' };
           now = 400;
-          yield { type: 'token', tokenId: 2, text: 'b' } as GenerationEvent;
+          yield { type: 'token', tokenId: 2, text: 'b' };
         },
       }),
     };
