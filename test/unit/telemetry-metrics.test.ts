@@ -25,8 +25,7 @@ async function collect(reader: ReadBack): Promise<Map<string, DataPoint<unknown>
   const { resourceMetrics } = await reader.collect();
   const byName = new Map<string, DataPoint<unknown>[]>();
   for (const scope of resourceMetrics.scopeMetrics)
-    for (const metric of scope.metrics)
-      byName.set(metric.descriptor.name, metric.dataPoints);
+    for (const metric of scope.metrics) byName.set(metric.descriptor.name, metric.dataPoints);
   return byName;
 }
 
