@@ -4,6 +4,8 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
 import { StreamWorker } from '../stream/stream-worker.ts';
 import type { RouteCounters } from '../stream/route-runner.ts';
+import { startStatsLine } from '../telemetry/stats-line.ts';
+import { Telemetry } from '../telemetry/telemetry.ts';
 
 export async function runWorker(
   config: WorkerConfig,
@@ -11,15 +13,59 @@ export async function runWorker(
   out: (text: string) => void,
 ): Promise<number> {
   const started = performance.now();
-  const worker = await StreamWorker.start(config, { logger });
+  // Before the models load, so /livez answers and /readyz says why it is not ready yet.
+  const telemetry = await Telemetry.start(config.telemetry, logger);
+  let worker: StreamWorker;
+  try {
+    worker = await StreamWorker.start(config, { logger, telemetry: telemetry.forWorker(logger) });
+  } catch (err) {
+    await telemetry.close();
+    throw err;
+  }
+  const { exitOnSourceFailure } = config.telemetry.health;
+  const unhealthy = new Promise<string>((resolve) =>
+    worker.health.onFailure((failure) => {
+      logger.error(
+        { failure, exitOnSourceFailure },
+        exitOnSourceFailure
+          ? 'a source failed for good; /livez fails, draining and exiting'
+          : 'a source failed for good; /livez fails (telemetry.health.exitOnSourceFailure is false: staying up)',
+      );
+      if (exitOnSourceFailure) resolve('a source failed for good');
+    }),
+  );
+  const stopStats =
+    config.telemetry.enabled && process.stderr.isTTY !== true
+      ? startStatsLine({
+          intervalMs: config.telemetry.statsIntervalMs,
+          logger,
+          counters: () => worker.counters(),
+          readiness: () => worker.health.readiness(),
+        })
+      : () => undefined;
   const stopSignal = new Promise<string>((resolve) => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const)
       process.once(signal, () => resolve(signal));
   });
   const stopProgress = showProgress(() => worker.counters());
-  const reason = await Promise.race([worker.finished.then(() => 'end of input'), stopSignal]);
+  // A source that gave up for good (the bound is the source's to set) stops the worker, exit 1.
+  let failedSource: string | undefined;
+  const sourceFailed = new Promise<string>((resolve) =>
+    worker.onSourceHealth((route, health) => {
+      if (health.state !== 'failed') return;
+      failedSource = `route ${route}: ${health.reason}`;
+      resolve('a source failed for good');
+    }),
+  );
+  const reason = await Promise.race([
+    worker.finished.then(() => 'end of input'),
+    stopSignal,
+    sourceFailed,
+    unhealthy,
+  ]);
   stopProgress();
-  logger.info({ reason }, 'stopping');
+  stopStats();
+  logger.info({ reason, timeoutMs: config.shutdown.timeoutMs }, 'stopping');
   let exitCode = 0;
   try {
     await worker.stop(config.shutdown.timeoutMs);
@@ -30,7 +76,26 @@ export async function runWorker(
     );
     exitCode = 1;
   }
-  out(summary(worker.counters(), performance.now() - started));
+  if (failedSource !== undefined) {
+    logger.error({ source: failedSource }, 'exiting 1: a source failed for good');
+    exitCode = 1;
+  }
+  // Also for an outage past telemetry.health.sourceOutageMs (docs/operations.md#exit-codes).
+  if (worker.health.failed !== undefined && exitOnSourceFailure) exitCode = 1;
+  const elapsedMs = performance.now() - started;
+  logger.info(
+    { summary: { reason, exitCode, elapsedMs: Math.round(elapsedMs), routes: worker.counters() } },
+    'summary',
+  );
+  await telemetry.close();
+  out(summary(worker.counters(), elapsedMs));
+  // Every client was closed and no batch runs any more (stop waited for them), so exiting now
+  // is safe; a handle someone forgot must not keep a stopped worker alive.
+  const exitAnyway = setTimeout(() => {
+    logger.warn({ exitCode }, 'handles still open after the worker stopped; exiting anyway');
+    process.exit(exitCode);
+  }, 2000);
+  exitAnyway.unref();
   return exitCode;
 }
 

@@ -1,25 +1,32 @@
 // The worker process: an engine (batcher + inference threads), a generative engine per generative
 // pipeline, and, for each route, a source, a processor, a sink and a DLQ. stop() is the graceful
 // path: sources stop taking records and let those in flight finish and be acknowledged, the
-// engines drain, sinks flush.
+// engines drain, sinks flush. Under full load the queues hold more than the shutdown budget can
+// run, so at half the budget what is still queued is given up (not acknowledged: the broker
+// delivers it again) and only the batches on the threads finish.
+import type { SourceHealth } from '../consumers/source.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { createSource } from '../consumers/create-source.ts';
 import type { Source, SourceDeps } from '../consumers/source.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
-import type { Logger } from '../logger.ts';
+import { childLogger, type Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/model-store.ts';
 import { createSink } from '../sinks/create-sink.ts';
 import type { Sink } from '../sinks/sink.ts';
 import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
 import { RecordProcessor, type Submit } from './processor.ts';
-import { RouteRunner, type RouteCounters } from './route-runner.ts';
+import type { RouteCounters, RouteRunner } from './route-runner.ts';
 import { StreamedGeneration } from './streamed-generation.ts';
+import { HealthState } from '../telemetry/health.ts';
+import { WorkerTelemetry } from '../telemetry/worker-telemetry.ts';
 
 export interface StreamWorkerOptions {
   logger: Logger;
   /** Inference thread module (tests substitute their own). */
   workerFile?: string;
+  /** Health, metrics and tracing hooks (src/telemetry); without it, health is kept alone. */
+  telemetry?: WorkerTelemetry;
 }
 
 export class StreamWorker {
@@ -31,6 +38,8 @@ export class StreamWorker {
   private readonly sinks: Sink[];
   private readonly logger: Logger;
   private stopping: Promise<void> | undefined;
+  private observe!: WorkerTelemetry;
+  private readonly healthListeners: Set<(route: string, health: SourceHealth) => void>;
 
   private constructor(
     engine: Engine | undefined,
@@ -39,7 +48,9 @@ export class StreamWorker {
     runners: RouteRunner[],
     sinks: Sink[],
     logger: Logger,
+    healthListeners: Set<(route: string, health: SourceHealth) => void>,
   ) {
+    this.healthListeners = healthListeners;
     this.engine = engine;
     this.generative = generative;
     this.sources = sources;
@@ -50,6 +61,13 @@ export class StreamWorker {
 
   static async start(config: WorkerConfig, options: StreamWorkerOptions): Promise<StreamWorker> {
     const { logger } = options;
+    const observe =
+      options.telemetry ??
+      new WorkerTelemetry({
+        health: new HealthState({ sourceOutageMs: config.telemetry.health.sourceOutageMs }),
+        lagIntervalMs: config.telemetry.lagIntervalMs,
+        logger,
+      });
     const models: Record<string, ModelSpec> = {};
     for (const [alias, model] of Object.entries(config.models)) {
       models[alias] = {
@@ -81,14 +99,18 @@ export class StreamWorker {
       await Promise.allSettled([...generative.values()].map((g) => g.close('abort')));
       throw err;
     }
+    observe.enginesStarted(engine, generative);
     const closeEngines = (mode: 'drain' | 'abort'): Promise<unknown> =>
       Promise.allSettled(closeAll([engine, ...generative.values()], mode));
     const sources: Source[] = [];
     const runners: RouteRunner[] = [];
     const sinks: Sink[] = [];
+    const healthListeners = new Set<(route: string, health: SourceHealth) => void>();
+    healthListeners.add((route, health) => observe.health.sourceHealth(route, health));
     try {
       for (const [i, route] of config.routes.entries()) {
         const name = route.name ?? `route-${i}`;
+        const routeLogger = childLogger(logger, { route: name });
         const sink = createSink(route.sink, { config, logger, deadLetters: false });
         const dlq =
           route.dlq === undefined
@@ -101,7 +123,7 @@ export class StreamWorker {
         let onPressure: SourceDeps['onPressure'];
         if (generation !== undefined) {
           const streamed = new StreamedGeneration({
-            engine: generation,
+            engine: observe.generation(generation, route.pipeline),
             output: route.output,
             generation: route.generation,
             writePartial: (record) => sink?.write(record) ?? Promise.resolve(),
@@ -110,18 +132,23 @@ export class StreamWorker {
           onPressure = (listener) => generation.onPressure(listener);
         } else {
           const batch = engine as Engine;
-          submit = (pipeline, input) => batch.submit(pipeline, input);
+          submit = (pipeline, input, { record }) =>
+            batch.submit(pipeline, input, observe.submitOptions(record));
           onPressure = (listener) => batch.onPressure(route.pipeline, listener);
         }
         const processor = new RecordProcessor(route, task, config.limits, submit);
-        const runner = new RouteRunner({
-          name,
-          processor,
-          sink,
-          dlq,
-          retries: config.delivery.retries,
-          logger,
-        });
+        const runner = observe.runner(
+          {
+            name,
+            processor,
+            sink,
+            dlq,
+            retries: config.delivery.retries,
+            logger: routeLogger,
+            logRecordBytes: config.telemetry.logRecordBytes,
+          },
+          route.sink,
+        );
         const source = createSource({
           route,
           config,
@@ -129,12 +156,19 @@ export class StreamWorker {
           onPressure,
           sink,
           dlq,
-          logger,
+          logger: routeLogger,
+          ...observe.sourceHooks(name, route, onPressure),
+          onHealth: (health) => {
+            for (const listener of healthListeners) listener(name, health);
+          },
         });
         runners.push(runner);
         sources.push(source);
       }
-      for (const source of sources) await source.start();
+      for (const [i, source] of sources.entries()) {
+        await source.start();
+        observe.sourceStarted(runners[i]?.name ?? `route-${i}`, source);
+      }
     } catch (err) {
       await Promise.allSettled(sources.map((s) => s.stop()));
       await closeEngines('abort');
@@ -142,7 +176,29 @@ export class StreamWorker {
       throw err;
     }
     logger.info({ routes: runners.map((r) => r.name) }, 'stream worker running');
-    return new StreamWorker(engine, generative, sources, runners, sinks, logger);
+    const worker = new StreamWorker(
+      engine,
+      generative,
+      sources,
+      runners,
+      sinks,
+      logger,
+      healthListeners,
+    );
+    worker.observe = observe;
+    observe.running(() => worker.counters());
+    return worker;
+  }
+
+  /** Readiness and liveness (/readyz, /livez): also what ends a worker whose source died. */
+  get health(): HealthState {
+    return this.observe.health;
+  }
+
+  /** Hears every source's connection state (reconnecting, back, failed for good). */
+  onSourceHealth(listener: (route: string, health: SourceHealth) => void): () => void {
+    this.healthListeners.add(listener);
+    return () => this.healthListeners.delete(listener);
   }
 
   /** Resolves when every source is finite and has been read to its end (files); never otherwise. */
@@ -161,7 +217,8 @@ export class StreamWorker {
 
   /** Drains within `timeoutMs`; rejects if it could not (what was unfinished was not acknowledged). */
   stop(timeoutMs: number): Promise<void> {
-    this.stopping ??= this.drain(timeoutMs);
+    this.observe.draining();
+    this.stopping ??= this.drain(timeoutMs).finally(() => this.observe.stop());
     return this.stopping;
   }
 
@@ -177,6 +234,14 @@ export class StreamWorker {
         timeoutMs,
       );
     });
+    const giveUp = setTimeout(() => {
+      this.logger.warn(
+        { afterMs: Math.round(timeoutMs / 2) },
+        'shutdown: giving up queued records (not acknowledged; they will be delivered again); running batches finish',
+      );
+      void this.closeEngines('abort').catch(() => undefined);
+    }, timeoutMs / 2);
+    giveUp.unref();
     try {
       await Promise.race([
         (async () => {
@@ -188,10 +253,13 @@ export class StreamWorker {
       ]);
       this.logger.info({ routes: this.counters() }, 'stream worker stopped');
     } catch (err) {
+      // Waits for the batches on the threads (bounded): stopping a thread inside an ONNX run
+      // would abort the process natively.
       await this.closeEngines('abort').catch(() => undefined);
       throw err;
     } finally {
       clearTimeout(timer);
+      clearTimeout(giveUp);
     }
   }
 }
