@@ -67,6 +67,26 @@ export class RedisStreamSource implements Source {
     // Wrong credentials or certificates fail the start with a clear error instead of a
     // reconnect loop that logs the refusal forever.
     await Promise.all([redisReady(this.client, target.url), redisReady(this.reader, target.url)]);
+    // ioredis holds commands while it reconnects (maxRetriesPerRequest: null), so an outage shows
+    // as reconnect events rather than failed reads: reported, so that one longer than
+    // telemetry.health.sourceOutageMs fails /livez.
+    let down: { since: number; attempt: number } | undefined;
+    this.reader.on('reconnecting', () => {
+      if (this.stopping) return;
+      down ??= { since: performance.now(), attempt: 0 };
+      down.attempt += 1;
+      this.deps.onHealth?.({
+        state: 'degraded',
+        reason: `Redis unreachable (stream ${stream})`,
+        attempt: down.attempt,
+        sinceMs: Math.round(performance.now() - down.since),
+      });
+    });
+    this.reader.on('ready', () => {
+      if (down === undefined) return;
+      down = undefined;
+      this.deps.onHealth?.({ state: 'healthy' });
+    });
     this.readerId = Number(await this.reader.client('ID'));
     try {
       // From '0': a new group takes what the stream already holds, as Kafka's fromBeginning.
@@ -125,6 +145,7 @@ export class RedisStreamSource implements Source {
     const { stream, group } = this.options;
     // First this consumer's own pending entries (a restart under the same name), then new ones.
     let historyFrom: string | undefined = '0';
+    let outage: { since: number; attempt: number } | undefined;
     while (!this.stopping) {
       const room = this.maxInFlight - this.inFlight.size;
       if (this.pressured || room <= 0) {
@@ -150,8 +171,21 @@ export class RedisStreamSource implements Source {
       } catch (err) {
         if (this.stopping) break;
         this.deps.logger.error({ err, stream }, 'XREADGROUP failed; retrying in a second');
+        // Reported so that an outage past telemetry.health.sourceOutageMs fails /livez.
+        outage ??= { since: performance.now(), attempt: 0 };
+        outage.attempt += 1;
+        this.deps.onHealth?.({
+          state: 'degraded',
+          reason: err instanceof Error ? err.message : String(err),
+          attempt: outage.attempt,
+          sinceMs: Math.round(performance.now() - outage.since),
+        });
         await sleep(1000);
         continue;
+      }
+      if (outage !== undefined) {
+        outage = undefined;
+        this.deps.onHealth?.({ state: 'healthy' });
       }
       if (historyFrom !== undefined) {
         if (entries.length === 0) historyFrom = undefined;
