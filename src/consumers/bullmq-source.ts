@@ -160,10 +160,15 @@ export class BullmqSource implements Source {
 function recordOf(job: Job, queue: string): SourceRecord {
   // JSON.stringify(undefined) is undefined: a job without data reads as JSON null.
   const json = JSON.stringify(job.data as unknown) ?? 'null';
+  // A producer's trace context rides in the job data (BullMQ jobs have no headers).
+  const traceparent = (job.data as { traceparent?: unknown } | null)?.traceparent;
   return {
     value: Buffer.from(json, 'utf8'),
     key: null,
-    headers: { 'bullmq.job.name': job.name },
+    headers: {
+      'bullmq.job.name': job.name,
+      ...(typeof traceparent === 'string' ? { traceparent } : {}),
+    },
     origin: { kind: 'bullmq', queue, jobId: job.id ?? '' },
   };
 }
