@@ -8,6 +8,7 @@ import { compileBatcherOptions, type BatcherOptions } from '../batching/batcher-
 import { ClosedError, ConfigError, UnknownPipelineError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { readModelConfig } from '../pipelines/model-config.ts';
+import { readSentenceTransformersConfig } from '../pipelines/sentence-transformers-config.ts';
 import type { ModelSpec } from '../pipelines/model-store.ts';
 import { isTaskName, TASK_NAMES } from '../pipelines/tasks.ts';
 import { TextTokenizer } from '../pipelines/text-tokenizer.ts';
@@ -105,7 +106,7 @@ export class Engine {
       costs.set(alias, {
         task: pipeline.task,
         tokenizer: await tokenizers.get(pipeline.model),
-        options: (pipeline.options ?? {}) as Record<string, unknown>,
+        options: await costOptions(pipeline.task, model.path, pipeline.options),
       });
     }
     const setup = { models: options.models, pipelines: options.pipelines };
@@ -233,6 +234,21 @@ export class Engine {
     if (queue === undefined) throw UnknownPipelineError.forAlias(alias, [...this.queues.keys()]);
     return queue;
   }
+}
+
+/**
+ * The options inputs are priced with: a featureExtraction that leaves maxLength to the model
+ * folder truncates at sentence-transformers' max_seq_length, and its inputs must be priced so.
+ */
+export async function costOptions(
+  task: string,
+  path: string,
+  options: unknown,
+): Promise<Record<string, unknown>> {
+  const declared = (options ?? {}) as Record<string, unknown>;
+  if (task !== 'featureExtraction' || declared['maxLength'] !== undefined) return declared;
+  const st = await readSentenceTransformersConfig(resolve(path));
+  return st?.maxSeqLength === undefined ? declared : { ...declared, maxLength: st.maxSeqLength };
 }
 
 async function loadTokenizer(path: string): Promise<TextTokenizer | undefined> {

@@ -1,23 +1,31 @@
 // Sentence and token embeddings: the encoder's hidden states pooled over the attention mask
-// (sentence-transformers' mean pooling), the first token (CLS), the model's own pooled output, or
-// no pooling at all.
+// (sentence-transformers' mean pooling), the first token (CLS), the largest value per dimension
+// (max), the model's own pooled output, or no pooling at all. In a sentence-transformers folder
+// the defaults are the folder's own (sentence-transformers-config.ts), so that no options give
+// what `SentenceTransformer(folder).encode` gives.
 import { z } from 'zod';
-import { InferenceError } from '../errors.ts';
+import { InferenceError, ModelFolderError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { l2Normalize } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { floatOutput, textFeeds } from './tensors.ts';
 
+// pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
+// the model folder's sentence-transformers files, then to the defaults in `settle` below.
 export const featureExtractionOptionsSchema = z
   .object({
-    pooling: z.enum(['mean', 'cls', 'pooled', 'none']).default('mean'),
-    normalize: z.boolean().default(false),
+    /** Default: the folder's Pooling config, else mean. */
+    pooling: z.enum(['mean', 'cls', 'max', 'pooled', 'none']).optional(),
+    /** Default: true when the folder's modules.json lists a Normalize module, else false. */
+    normalize: z.boolean().optional(),
     /** Which model output holds the hidden states; default last_hidden_state or the first output. */
     outputName: z.string().optional(),
     truncation: z.boolean().default(true),
-    /** Truncation length; default the tokenizer's. sentence-transformers models often use less (256). */
+    /** Truncation length; default sentence_bert_config.json's max_seq_length, else the tokenizer's. */
     maxLength: z.number().int().min(1).optional(),
+    /** Lower-case texts before tokenizing; default sentence_bert_config.json's do_lower_case, else false. */
+    lowerCase: z.boolean().optional(),
   })
   .strict();
 
@@ -30,12 +38,15 @@ const TASK = 'featureExtraction';
 export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtractionResult> {
   readonly task = TASK;
   readonly model: LoadedModel;
-  private readonly options: z.output<typeof featureExtractionOptionsSchema>;
+  private readonly options: Settled;
   private readonly outputName: string;
 
   constructor(model: LoadedModel, options: FeatureExtractionOptions = {}) {
     this.model = model;
-    this.options = parseWithSchema(featureExtractionOptionsSchema, options, 'options');
+    this.options = settle(
+      model,
+      parseWithSchema(featureExtractionOptionsSchema, options, 'options'),
+    );
     requireTokenizer(model, TASK);
     const fallback = this.options.pooling === 'pooled' ? 'pooler_output' : 'last_hidden_state';
     const wanted =
@@ -53,7 +64,8 @@ export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtrac
     assertBatch(inputs, TASK);
     inputs.forEach((text, i) => assertString(text, TASK, `inputs[${i}]`));
     const tokenizer = requireTokenizer(this.model, TASK);
-    const encoded = await tokenizer.encode(inputs, {
+    const texts = this.options.lowerCase ? inputs.map((text) => text.toLowerCase()) : inputs;
+    const encoded = await tokenizer.encode(texts, {
       truncation: this.options.truncation ? 'longest_first' : false,
       ...(this.options.maxLength !== undefined ? { maxLength: this.options.maxLength } : {}),
     });
@@ -100,6 +112,49 @@ export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtrac
         const divisor = Math.max(count, 1e-9);
         return Float32Array.from(sum, (v) => v / divisor);
       }
+      case 'max': {
+        const max = new Float32Array(size).fill(-Infinity);
+        for (let t = 0; t < mask.length; t += 1) {
+          if (mask[t] !== 1) continue;
+          const offset = base + t * size;
+          for (let h = 0; h < size; h += 1)
+            max[h] = Math.max(max[h] ?? -Infinity, data[offset + h] ?? -Infinity);
+        }
+        // An input with no attended token has nothing to take a maximum of.
+        return max.map((v) => (v === -Infinity ? 0 : v));
+      }
     }
   }
+}
+
+type Parsed = z.output<typeof featureExtractionOptionsSchema>;
+type Settled = Parsed & {
+  pooling: NonNullable<Parsed['pooling']>;
+  normalize: boolean;
+  lowerCase: boolean;
+};
+
+/** Explicit options first, then the folder's sentence-transformers files, then plain defaults. */
+function settle(model: LoadedModel, options: Parsed): Settled {
+  const st = model.sentenceTransformers;
+  if (options.pooling === undefined && st !== undefined) {
+    // A default that would silently differ from sentence-transformers' embeddings is refused;
+    // choosing a pooling explicitly says the user wants our output anyway.
+    if (st.unsupportedModules.length > 0) {
+      throw new ModelFolderError(
+        `${String(st.modulesFile)} lists ${st.unsupportedModules.join(', ')}, which featureExtraction does not run, so its embeddings would differ from sentence-transformers'. Set the pipeline's options.pooling to embed with the encoder and pooling alone`,
+        { field: 'modules.json' },
+      );
+    }
+    if (st.poolingProblem !== undefined)
+      throw new ModelFolderError(st.poolingProblem, { field: 'pooling' });
+  }
+  const maxLength = options.maxLength ?? st?.maxSeqLength;
+  return {
+    ...options,
+    pooling: options.pooling ?? st?.pooling ?? 'mean',
+    normalize: options.normalize ?? st?.normalize ?? false,
+    lowerCase: options.lowerCase ?? st?.lowerCase ?? false,
+    ...(maxLength !== undefined ? { maxLength } : {}),
+  };
 }

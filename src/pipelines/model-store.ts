@@ -13,6 +13,10 @@ import {
 } from './runtime-options.ts';
 import { TextTokenizer } from './text-tokenizer.ts';
 import { isBatchInvariant } from './batch-invariance.ts';
+import {
+  readSentenceTransformersConfig,
+  type SentenceTransformersConfig,
+} from './sentence-transformers-config.ts';
 
 export interface ModelSpec {
   /** The model folder. */
@@ -35,6 +39,8 @@ export interface LoadedModel {
   preprocessor: Record<string, unknown> | undefined;
   /** False when a row's result depends on its batch mates (dynamic quantization). */
   batchInvariant: boolean;
+  /** sentence-transformers' files in the folder (featureExtraction's defaults), when it has them. */
+  sentenceTransformers: SentenceTransformersConfig | undefined;
 }
 
 export class ModelStore {
@@ -70,6 +76,7 @@ export class ModelStore {
     const folder = resolve(spec.path);
     const onnxPath = await chooseOnnxFile(folder, spec.onnxFile);
     const config = await readModelConfig(folder);
+    const sentenceTransformers = await readSentenceTransformersConfig(folder);
     const files = await readdir(folder);
     const tokenizer = files.includes('tokenizer.json')
       ? await TextTokenizer.load(folder, config.maxPositionEmbeddings)
@@ -98,6 +105,7 @@ export class ModelStore {
       outputNames: ready.outputNames,
       preprocessor,
       batchInvariant,
+      sentenceTransformers,
     };
   }
 }

@@ -55,6 +55,10 @@ def _tokenizer_files(dest: Path) -> None:
     src = package_dir()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(src / name, dest / name)
+    # sentence-transformers' own description of the model (max_seq_length 256, mean pooling, a
+    # Normalize module): featureExtraction takes its defaults from these files.
+    for name in ("sentence_bert_config.json", "modules.json"):
+        shutil.copy(src / name, dest / name)
     (dest / "1_Pooling").mkdir(exist_ok=True)
     shutil.copy(src / "1_Pooling" / "config.json", dest / "1_Pooling" / "config.json")
 
