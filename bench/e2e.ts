@@ -1,22 +1,33 @@
 // npm run bench:e2e — Kafka -> featureExtraction (all-MiniLM-L6-v2) -> Kafka through the stream
 // worker, against the in-process API (Engine.submit) on the same spam-assassin records in the
 // same run. Uses KAFKA_BROKERS or starts its own local broker. Ends with one JSON line:
-// {"bench":"e2e","ratios":{"vs_in_process":R},"records":N,"lost":L,"duplicates":D}
-// Options: --records N (default 2000).
+// {"bench":"e2e","ratios":{"vs_in_process":R,"telemetry_on_vs_off":T},"records":N,"lost":L,...}
+// The Kafka run is repeated with telemetry off and on (metrics scraped every second, every record
+// traced to a local OTLP receiver), taking turns; each side keeps its best time.
+// Options: --records N (default 2000), --rounds R (default 2).
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { configSchema } from '../src/config/schema.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { silentLogger } from '../src/logger.ts';
 import { StreamWorker } from '../src/stream/stream-worker.ts';
+import { Telemetry } from '../src/telemetry/telemetry.ts';
 import { defaultCacheDir, startKafka } from '../scripts/services/kafka-local.ts';
 import { freePort } from '../scripts/services/process-control.ts';
 import { KafkaKit } from '../test/integration/helpers/kafka-kit.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const { values } = parseArgs({ options: { records: { type: 'string', default: '2000' } } });
+const { values } = parseArgs({
+  options: {
+    records: { type: 'string', default: '2000' },
+    rounds: { type: 'string', default: '2' },
+  },
+});
 const count = Number(values.records);
+const rounds = Math.max(1, Number(values.rounds));
 const WARMUP = 64;
 const started = performance.now();
 const log = (line: string): void => {
@@ -51,7 +62,7 @@ const engine = await Engine.start({
   pipelines: { embed: pipeline },
 });
 await Promise.all(warmup.map((r) => engine.submit('embed', r.text)));
-let t = performance.now();
+const t = performance.now();
 await Promise.all(records.map((r) => engine.submit('embed', r.text)));
 const inProcessSeconds = (performance.now() - t) / 1000;
 await engine.close('drain');
@@ -71,66 +82,151 @@ if (brokers === undefined || brokers === '') {
   stopKafka = kafka.stop;
   log(`started Kafka at ${brokers}`);
 }
-const kit = new KafkaKit(brokers);
-const suffix = Math.random().toString(36).slice(2, 8);
-const input = `bench-e2e-in-${suffix}`;
-const output = `bench-e2e-out-${suffix}`;
-const groupId = `bench-e2e-${suffix}`;
+const brokerList = brokers;
+const kit = new KafkaKit(brokerList);
 const PARTITIONS = 4;
-await kit.createTopics([
-  { topic: input, partitions: PARTITIONS },
-  { topic: output, partitions: PARTITIONS },
-]);
 const toMessages = (rs: { id: string; text: string }[]) =>
   rs.map((r, i) => ({ partition: i % PARTITIONS, key: r.id, value: JSON.stringify(r) }));
-const outputCount = async (): Promise<number> => {
-  let total = 0;
-  for (const high of (await kit.endOffsets(output)).values()) total += Number(high);
-  return total;
-};
-const waitForOutputs = async (n: number): Promise<void> => {
-  while ((await outputCount()) < n) await new Promise((r) => setTimeout(r, 50));
-};
 
-await kit.produce(input, toMessages(warmup));
-const config = configSchema.parse({
-  models: { minilm: { path: modelPath } },
-  pipelines: { embed: pipeline },
-  routes: [
-    {
-      name: 'embed',
-      source: { type: 'kafka', topic: input, groupId },
-      pipeline: 'embed',
-      output: { mode: 'merge', field: 'embedding' },
-      sink: { type: 'kafka', topic: output },
-    },
-  ],
-  connections: { kafka: { brokers: brokers.split(',') } },
+// What an operator's stack does to a worker with telemetry on: Prometheus scrapes /metrics every
+// second, and spans go to an OTLP receiver (this one only counts what it gets).
+const receiver = createServer((req, res) => {
+  let bytes = 0;
+  req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+  req.on('end', () => {
+    otlpRequests += 1;
+    otlpBytes += bytes;
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
 });
-const worker = await StreamWorker.start(config, { logger: silentLogger });
-await waitForOutputs(WARMUP);
-t = performance.now();
-await kit.produce(input, toMessages(records));
-await waitForOutputs(WARMUP + count);
-const e2eSeconds = (performance.now() - t) / 1000;
-await worker.stop(60_000);
-log(`kafka e2e: ${(count / e2eSeconds).toFixed(1)} records/s`);
+let otlpRequests = 0;
+let otlpBytes = 0;
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const receiverPort = (receiver.address() as AddressInfo).port;
 
-const outputs = await kit.readAll(output, { count: WARMUP + count, quietMs: 1000 });
-const seen = new Map<string, number>();
-for (const o of outputs) {
-  const id = (JSON.parse(o.value.toString('utf8')) as { id: string }).id;
-  seen.set(id, (seen.get(id) ?? 0) + 1);
+interface Pass {
+  telemetry: boolean;
+  seconds: number;
+  lost: number;
+  duplicates: number;
+  scrapes: number;
 }
-const lost = records.filter((r) => !seen.has(r.id)).length;
-let duplicates = 0;
-for (const n of seen.values()) duplicates += n - 1;
+
+async function kafkaPass(telemetryOn: boolean): Promise<Pass> {
+  const suffix = Math.random().toString(36).slice(2, 8);
+  const input = `bench-e2e-in-${suffix}`;
+  const output = `bench-e2e-out-${suffix}`;
+  await kit.createTopics([
+    { topic: input, partitions: PARTITIONS },
+    { topic: output, partitions: PARTITIONS },
+  ]);
+  const outputCount = async (): Promise<number> => {
+    let total = 0;
+    for (const high of (await kit.endOffsets(output)).values()) total += Number(high);
+    return total;
+  };
+  const waitForOutputs = async (n: number): Promise<void> => {
+    while ((await outputCount()) < n) await new Promise((r) => setTimeout(r, 50));
+  };
+  const metricsPort = await freePort();
+  const config = configSchema.parse({
+    models: { minilm: { path: modelPath } },
+    pipelines: { embed: pipeline },
+    routes: [
+      {
+        name: 'embed',
+        source: { type: 'kafka', topic: input, groupId: `bench-e2e-${suffix}` },
+        pipeline: 'embed',
+        output: { mode: 'merge', field: 'embedding' },
+        sink: { type: 'kafka', topic: output },
+      },
+    ],
+    connections: { kafka: { brokers: brokerList.split(',') } },
+    telemetry: {
+      enabled: telemetryOn,
+      port: metricsPort,
+      host: '127.0.0.1',
+      lagIntervalMs: 1000,
+      statsIntervalMs: 0,
+      tracing: { endpoint: `http://127.0.0.1:${receiverPort}/v1/traces` },
+    },
+  });
+  await kit.produce(input, toMessages(warmup));
+  const telemetry = await Telemetry.start(config.telemetry, silentLogger);
+  const worker = await StreamWorker.start(config, {
+    logger: silentLogger,
+    telemetry: telemetry.forWorker(silentLogger),
+  });
+  let scrapes = 0;
+  const scraper = telemetryOn
+    ? setInterval(() => {
+        fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+          .then(async (r) => {
+            await r.text();
+            if (r.ok) scrapes += 1;
+          })
+          .catch(() => undefined);
+      }, 1000)
+    : undefined;
+  await waitForOutputs(WARMUP);
+  const t0 = performance.now();
+  await kit.produce(input, toMessages(records));
+  await waitForOutputs(WARMUP + count);
+  const seconds = (performance.now() - t0) / 1000;
+  if (scraper !== undefined) clearInterval(scraper);
+  await worker.stop(60_000);
+  await telemetry.close();
+
+  const outputs = await kit.readAll(output, { count: WARMUP + count, quietMs: 1000 });
+  const seen = new Map<string, number>();
+  for (const o of outputs) {
+    const id = (JSON.parse(o.value.toString('utf8')) as { id: string }).id;
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+  }
+  const lost = records.filter((r) => !seen.has(r.id)).length;
+  let duplicates = 0;
+  for (const n of seen.values()) duplicates += n - 1;
+  log(
+    `kafka e2e, telemetry ${telemetryOn ? 'on' : 'off'}: ${(count / seconds).toFixed(1)} records/s` +
+      (telemetryOn ? ` (${scrapes} scrapes, ${otlpRequests} OTLP requests so far)` : ''),
+  );
+  return { telemetry: telemetryOn, seconds, lost, duplicates, scrapes };
+}
+
+// Off and on take turns so that drift in the machine's load hits both; each side keeps its best.
+const passes: Pass[] = [];
+for (let round = 0; round < rounds; round += 1) {
+  passes.push(await kafkaPass(false));
+  passes.push(await kafkaPass(true));
+}
+receiver.close();
+const best = (on: boolean): number =>
+  Math.min(...passes.filter((p) => p.telemetry === on).map((p) => p.seconds));
+const e2eSeconds = best(false);
+const telemetrySeconds = best(true);
+const lost = passes.reduce((n, p) => n + p.lost, 0);
+const duplicates = passes.reduce((n, p) => n + p.duplicates, 0);
 await stopKafka();
 
 const ratio = inProcessSeconds / e2eSeconds;
+const telemetryRatio = e2eSeconds / telemetrySeconds;
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 log(
-  `in-process ${inProcessSeconds.toFixed(2)} s, kafka e2e ${e2eSeconds.toFixed(2)} s, ratio ${ratio.toFixed(3)}`,
+  `in-process ${inProcessSeconds.toFixed(2)} s, kafka e2e ${e2eSeconds.toFixed(2)} s (telemetry on ${telemetrySeconds.toFixed(2)} s), ratio ${ratio.toFixed(3)}, telemetry on/off ${telemetryRatio.toFixed(3)}`,
 );
 process.stdout.write(
-  `${JSON.stringify({ bench: 'e2e', ratios: { vs_in_process: Math.round(ratio * 1000) / 1000 }, records: count, lost, duplicates })}\n`,
+  `${JSON.stringify({
+    bench: 'e2e',
+    ratios: { vs_in_process: round3(ratio), telemetry_on_vs_off: round3(telemetryRatio) },
+    records: count,
+    rounds,
+    passes: passes.map((p) => ({
+      telemetry: p.telemetry,
+      seconds: round3(p.seconds),
+      scrapes: p.scrapes,
+    })),
+    otlp: { requests: otlpRequests, bytes: otlpBytes },
+    lost,
+    duplicates,
+  })}\n`,
 );

@@ -15,8 +15,15 @@ export const KERNEL_FEATURES = [
   'amx_int8',
 ] as const;
 
-/** The kernel-relevant features of this machine's CPU; empty where /proc/cpuinfo is absent. */
+/**
+ * The kernel-relevant features of this machine's CPU; empty where /proc/cpuinfo is absent.
+ * HUGOT_CPU_FEATURES (comma-separated) overrides them: under a user-mode emulator such as
+ * `qemu-x86_64 -cpu Haswell`, /proc/cpuinfo still describes the host while ONNX Runtime picks its
+ * kernels from the emulated CPUID.
+ */
 export function cpuKernelFeatures(): string[] {
+  const forced = process.env['HUGOT_CPU_FEATURES'];
+  if (forced !== undefined) return forced.split(',').filter((f) => f !== '');
   let text = '';
   try {
     text = readFileSync('/proc/cpuinfo', 'utf8');
