@@ -61,12 +61,35 @@ export class KafkaTools {
     );
   }
 
-  /** Sends in order, in chunks of at most `chunk` records or about 4 MB. */
+  /**
+   * Sends in order, in chunks. A topic just created may not be served yet by its leader on a
+   * loaded machine ("does not host this topic-partition"): the first send is retried.
+   */
   async produce(topic: string, messages: readonly Produced[], chunk = 2000): Promise<void> {
+    // Chunks already acknowledged are not sent again (that would duplicate input records).
+    const progress = { start: 0 };
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.produceOnce(topic, messages, chunk, progress);
+      } catch (error) {
+        const text = error instanceof Error ? error.message : String(error);
+        if (attempt >= 10 || !/does not host this topic-partition|leader/i.test(text)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000 * attempt));
+      }
+    }
+  }
+
+  /** Sends in order, in chunks of at most `chunk` records or about 4 MB. */
+  private async produceOnce(
+    topic: string,
+    messages: readonly Produced[],
+    chunk: number,
+    progress: { start: number },
+  ): Promise<void> {
     const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     try {
-      let start = 0;
+      let start = progress.start;
       while (start < messages.length) {
         let end = start;
         let bytes = 0;
@@ -84,6 +107,7 @@ export class KafkaTools {
           messages: messages.slice(start, end).map((m) => ({ ...m })),
         });
         start = end;
+        progress.start = end;
       }
     } finally {
       await producer.disconnect();

@@ -83,7 +83,17 @@ async function main(): Promise<number> {
       const count = Math.max(1, Math.round(total * step.share));
       log(`${step.name}: ${count} records`);
       const t0 = performance.now();
-      const result = await step.run(ctx, count);
+      const result = await step.run(ctx, count).catch((error: unknown): ScenarioResult => ({
+        name: step.name,
+        records: count,
+        lost: 0,
+        duplicates: 0,
+        mode: 'at-least-once',
+        failures: [
+          `the scenario could not run: ${error instanceof Error ? error.message : String(error)}`,
+        ],
+        details: {},
+      }));
       await workers.killAll();
       result.details['seconds'] = Math.round((performance.now() - t0) / 1000);
       results.push(result);
