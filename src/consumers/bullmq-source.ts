@@ -24,6 +24,7 @@ import {
 import { deadLetter } from '../stream/dead-letter.ts';
 import type { Outcome } from '../stream/processor.ts';
 import type { SourceRecord } from '../stream/record.ts';
+import { reportRedisOutages } from './redis-outage-reporter.ts';
 import type { LagSample, Source, SourceDeps } from './source.ts';
 
 type Decided = Exclude<Outcome, { kind: 'retry' }>;
@@ -53,6 +54,7 @@ export class BullmqSource implements Source {
   private worker: Worker | undefined;
   private connection: Redis | undefined;
   private unsubscribe: (() => void) | undefined;
+  private stopReporting: (() => void) | undefined;
   private stopping = false;
   /** Dead letters of the last retriable failure per job, for the 'failed' handler. */
   private readonly lastFailure = new Map<string, Decided & { kind: 'dead' }>();
@@ -82,6 +84,19 @@ export class BullmqSource implements Source {
     worker.on('error', (err) =>
       this.deps.logger.error({ err, queue: this.options.queue }, 'BullMQ worker error'),
     );
+    this.stopReporting = reportRedisOutages(this.connection, {
+      reason: `Redis unreachable (BullMQ queue ${this.options.queue})`,
+      onHealth: this.deps.onHealth,
+      stopping: () => this.stopping,
+    });
+    // A worker that closes by itself takes no more jobs: failed for good, not a quiet stop.
+    worker.on('closed', () => {
+      if (!this.stopping)
+        this.deps.onHealth?.({
+          state: 'failed',
+          reason: `the BullMQ worker for queue ${this.options.queue} closed`,
+        });
+    });
     this.unsubscribe = this.deps.onPressure((pressure) => {
       if (this.stopping) return;
       // Not waiting for active jobs: they are the ones the full queue is working through.
@@ -94,6 +109,7 @@ export class BullmqSource implements Source {
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
+    this.stopReporting?.();
     // close() waits for active jobs, whose processors wait for their outputs to be written.
     await this.worker?.close();
     await Promise.allSettled([...this.deadLetterWrites]);

@@ -1,11 +1,13 @@
 // Adds a job to a BullMQ queue per record. Outputs: the job's data is the output JSON. Dead
 // letters (whose bytes may be neither JSON nor UTF-8): {key, value | valueBase64, headers}, the
-// headers carrying the hugot.error.* fields.
+// headers carrying the hugot.error.* fields. A job has no headers, so an output object carries
+// the record's W3C trace context as `traceparent` / `tracestate` fields, which is where the BullMQ
+// source reads a caller's trace context from: a trace continues across a BullMQ hop.
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from '../services/redis-connection.ts';
 import { envelopeHeaders } from '../stream/headers.ts';
-import type { OutputRecord } from '../stream/record.ts';
+import type { Headers, OutputRecord } from '../stream/record.ts';
 import type { Sink } from './sink.ts';
 
 export interface BullmqSinkOptions {
@@ -30,7 +32,7 @@ export class BullmqSink implements Sink {
   async write(record: OutputRecord): Promise<void> {
     const data = this.options.deadLetters
       ? envelopeOf(record)
-      : (JSON.parse(record.value.toString('utf8')) as unknown);
+      : withTraceContext(JSON.parse(record.value.toString('utf8')) as unknown, record.headers);
     // Resolves once Redis has stored the job.
     await this.queue.add(this.options.jobName, data);
   }
@@ -49,4 +51,18 @@ export function envelopeOf(record: OutputRecord): Record<string, unknown> {
     ...(exact ? { value: text } : { valueBase64: record.value.toString('base64') }),
     ...envelopeHeaders(record.headers),
   };
+}
+
+const TRACE_FIELDS = ['traceparent', 'tracestate'] as const;
+
+/** The output object with the record's trace context fields; other JSON values as they are. */
+export function withTraceContext(data: unknown, headers: Headers): unknown {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
+  const fields: Record<string, string> = {};
+  for (const name of TRACE_FIELDS) {
+    const value = headers[name];
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) fields[name] = first.toString();
+  }
+  return Object.keys(fields).length === 0 ? data : { ...data, ...fields };
 }
