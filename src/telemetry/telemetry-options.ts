@@ -18,7 +18,7 @@ const healthSchema = z
   .object({
     /** A source reconnecting for longer than this counts as failed for good (Redis or Kafka gone). */
     sourceOutageMs: z.number().int().min(1).default(300_000),
-    /** A source failed for good ends the process (exit code 3) after draining what it can. */
+    /** A source failed for good ends the process (exit code 1) after draining what it can. */
     exitOnSourceFailure: z.boolean().default(true),
   })
   .strict();
