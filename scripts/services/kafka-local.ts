@@ -217,6 +217,11 @@ function serverProperties(
     'share.coordinator.state.topic.replication.factor=1',
     'share.coordinator.state.topic.min.isr=1',
     'group.initial.rebalance.delay.ms=0',
+    // Broker and controller share one JVM: on a starved CPU (a loaded 2-core CI machine) the
+    // broker's heartbeat to its own controller can miss the default 9 s session, and the
+    // controller then fences the only broker, leaving every partition without a leader. No other
+    // broker could take over, so give the session a minute.
+    'broker.session.timeout.ms=60000',
     'num.partitions=1',
     'auto.create.topics.enable=false',
     '',
