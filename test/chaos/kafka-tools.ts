@@ -127,8 +127,9 @@ export class KafkaTools {
 
   /** Committed offset per partition (-1 where nothing is committed). */
   async committed(groupId: string, topic: string): Promise<Map<number, number>> {
-    const answer = await this.withAdmin((admin) =>
-      admin.fetchOffsets({ groupId, topics: [topic] }),
+    // A fresh broker's group coordinator may still be loading: its errors are retried.
+    const answer = await retrying(() =>
+      this.withAdmin((admin) => admin.fetchOffsets({ groupId, topics: [topic] })),
     );
     return new Map((answer[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
   }
@@ -199,5 +200,17 @@ export class KafkaTools {
       await consumer.disconnect();
     }
     return records;
+  }
+}
+
+async function retrying<T>(call: () => Promise<T>, attempts = 10): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call();
+    } catch (error) {
+      const text = error instanceof Error ? error.message : String(error);
+      if (attempt >= attempts || !/coordinator|leader|not available/i.test(text)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
   }
 }
