@@ -55,12 +55,17 @@ export function connectRedis(
 ): Redis {
   // Auto-pipelining sends the commands of one event-loop turn (many records' XADD or XACK) as
   // one round trip.
-  return new Redis(target.url, {
+  const client = new Redis(target.url, {
     ...target.options,
     maxRetriesPerRequest: null,
     connectionName: name,
     enableAutoPipelining: options.autoPipelining ?? false,
   });
+  // Without a listener ioredis writes every connection error of an outage to the console, past
+  // the logger and its redaction. Outages reach the health state through the reconnect events
+  // (redis-outage-reporter.ts), and fatal refusals through redisReady.
+  client.on('error', () => undefined);
+  return client;
 }
 
 /** Refusals that a reconnect cannot fix: credentials, ACL rights, certificates, TLS mismatch. */

@@ -31,6 +31,10 @@ export type Submit = (pipeline: string, input: unknown, context: SubmitContext) 
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+function startsWithBom(bytes: Buffer): boolean {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+}
+
 /** A refusal found while handling a record: becomes its dead letter (never leaves process()). */
 class Refusal extends Error {
   override name = 'Refusal';
@@ -174,6 +178,8 @@ export class RecordProcessor {
       const base = format === 'json' ? (text as string) : JSON.stringify({ input: text });
       try {
         value = spliceField(base, this.route.output.field, resultJson, this.route.output.overwrite);
+        // The decoder drops a leading byte-order mark; the record's bytes keep it.
+        if (format === 'json' && startsWithBom(record.value)) value = `\uFEFF${value}`;
       } catch (err) {
         if (!(err instanceof SpliceRefused)) throw err;
         throw new Refusal(

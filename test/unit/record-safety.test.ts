@@ -98,6 +98,18 @@ describe('merge mode keeps the input faithfully', () => {
     );
   });
 
+  it('keeps a leading byte-order mark', async () => {
+    const processor = setup('    output: { field: labels }')(label);
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"text":"hi"}')]);
+    const outcome = await processor.process({ ...record('{}'), value: bytes });
+    expect(outcome.kind).toBe('output');
+    if (outcome.kind !== 'output') return;
+    expect(outcome.record.value.subarray(0, 3)).toEqual(bytes.subarray(0, 3));
+    expect(outcome.record.value.subarray(3).toString()).toBe(
+      '{"text":"hi","labels":[{"label":"ok","score":0.5}]}',
+    );
+  });
+
   it('refuses to overwrite an existing output field unless output.overwrite is set', async () => {
     const text = '{"text":"hi","labels":"mine"}';
     const refused = await setup('    output: { field: labels }')(label).process(record(text));
