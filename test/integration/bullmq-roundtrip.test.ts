@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { waitForProgress } from '../helpers/progress.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 
 const redisUrl = inject('redisUrl');
@@ -37,7 +38,18 @@ describe('BullMQ (real Redis)', () => {
 
     const texts = ['hello', 'zürich café', '東京', ''];
     const jobs = await queue.addBulk(texts.map((text) => ({ name: 'enrich', data: { text } })));
-    const results = await Promise.all(jobs.map((job) => job.waitUntilFinished(events, 30_000)));
+    // Each job's own answer, without a per-job total: the wait below bounds the time in which no
+    // job finishes, and a failed job rejects this at once.
+    const finished = Promise.all(jobs.map((job) => job.waitUntilFinished(events)));
+    finished.catch(() => undefined); // read below; not an unhandled rejection meanwhile
+    await waitForProgress(
+      async () => {
+        const counts = await queue.getJobCounts('completed', 'failed');
+        return (counts['completed'] ?? 0) + (counts['failed'] ?? 0);
+      },
+      { what: `${texts.length} finished jobs`, done: (n) => n >= texts.length },
+    );
+    const results = await finished;
 
     expect(results).toEqual(texts.map((t) => ({ length: t.length, upper: t.toUpperCase() })));
     const stored = await Promise.all(jobs.map((job) => queue.getJob(job.id ?? '')));

@@ -51,75 +51,72 @@ async function sum(offsets: Promise<Map<number, string>>): Promise<number> {
 }
 
 describe('Kafka broker restart', () => {
-  it(
-    'at-least-once: the worker survives the outage, rejoins and commits everything; nothing lost',
-    { timeout: 600_000 },
-    async () => {
-      const kit = new KafkaKit(broker.brokers.join(','));
-      const input = uniqueName('in');
-      const output = uniqueName('out');
-      const groupId = uniqueName('group');
-      await kit.createTopics([
-        { topic: input, partitions: PARTITIONS },
-        { topic: output, partitions: 2 },
-      ]);
-      const records = corpusRecords(RECORDS);
-      await kit.produce(
+  it('at-least-once: the worker survives the outage, rejoins and commits everything; nothing lost', async () => {
+    const kit = new KafkaKit(broker.brokers.join(','));
+    const input = uniqueName('in');
+    const output = uniqueName('out');
+    const groupId = uniqueName('group');
+    await kit.createTopics([
+      { topic: input, partitions: PARTITIONS },
+      { topic: output, partitions: 2 },
+    ]);
+    const records = corpusRecords(RECORDS);
+    await kit.produce(
+      input,
+      records.map((r, i) => ({ partition: i % PARTITIONS, key: r.id, value: JSON.stringify(r) })),
+    );
+    // A small in-flight bound, so that partitions pause and resume around the outage.
+    const worker = startWorkerProcess(
+      kafkaRouteConfig({
+        brokers: kit.brokers,
         input,
-        records.map((r, i) => ({ partition: i % PARTITIONS, key: r.id, value: JSON.stringify(r) })),
-      );
-      // A small in-flight bound, so that partitions pause and resume around the outage.
-      const worker = startWorkerProcess(
-        kafkaRouteConfig({
-          brokers: kit.brokers,
-          input,
-          output,
-          groupId,
-          source: { maxInFlightPerPartition: 128 },
-        }),
-      );
-      const died = exitedReason(worker);
-      try {
-        await waitForProgress(() => sum(kit.endOffsets(output)), {
-          what: 'outputs before the outage',
-          done: (n) => n >= 1500,
-          stallMs: 60_000,
-          firstProgressMs: 120_000,
-          abort: died,
-        });
-        await broker.stop();
-        await sleep(OUTAGE_MS);
-        expect(died(), 'the worker must outlive the outage').toBeUndefined();
-        broker = await startKafka({ cacheDir: defaultCacheDir(), port, dataDir, keepData: true });
+        output,
+        groupId,
+        source: { maxInFlightPerPartition: 128 },
+      }),
+    );
+    const died = exitedReason(worker);
+    try {
+      await waitForProgress(() => sum(kit.endOffsets(output)), {
+        what: 'outputs before the outage',
+        done: (n) => n >= 1500,
+        stallMs: 60_000,
+        firstProgressMs: 120_000,
+        abort: died,
+      });
+      await broker.stop();
+      // On purpose: the outage has a length, it is not a wait for something to happen.
+      await sleep(OUTAGE_MS);
+      expect(died(), 'the worker must outlive the outage').toBeUndefined();
+      broker = await startKafka({ cacheDir: defaultCacheDir(), port, dataDir, keepData: true });
 
-        // The rejoin waits out the old member's session; then commits must move again.
-        await waitForProgress(() => sum(kit.committedOffsets(groupId, input)), {
-          what: 'the worker to commit the whole input after the restart',
-          done: (n) => n >= RECORDS,
-          stallMs: 90_000,
-          abort: died,
-          context: () => worker.output().slice(-4000),
-        });
-        const outputs = await kit.readAll(output, {
-          count: RECORDS,
-          quietMs: 2000,
-          timeoutMs: 120_000,
-        });
-        const ids = new Set(
-          outputs.map((o) => (JSON.parse(o.value.toString('utf8')) as { id: string }).id),
-        );
-        process.stdout.write(
-          `[kafka restart] ${ids.size} ids in ${outputs.length} outputs (${outputs.length - ids.size} duplicates)\n`,
-        );
-        expect(ids.size).toBe(RECORDS);
-        // Re-inference after the outage is bounded: at most the records in flight, not a loop.
-        expect(outputs.length).toBeLessThan(RECORDS * 2);
-        worker.child.kill('SIGTERM');
-        expect(await worker.exited, worker.output().slice(-4000)).toBe(0);
-      } finally {
-        if (worker.child.exitCode === null && worker.child.signalCode === null)
-          worker.child.kill('SIGKILL');
-      }
-    },
-  );
+      // The rejoin waits out the old member's session; then commits must move again.
+      await waitForProgress(() => sum(kit.committedOffsets(groupId, input)), {
+        what: 'the worker to commit the whole input after the restart',
+        done: (n) => n >= RECORDS,
+        stallMs: 90_000,
+        abort: died,
+        context: () => worker.output().slice(-4000),
+      });
+      const outputs = await kit.readAll(output, {
+        count: RECORDS,
+        quietMs: 2000,
+        stallMs: 120_000,
+      });
+      const ids = new Set(
+        outputs.map((o) => (JSON.parse(o.value.toString('utf8')) as { id: string }).id),
+      );
+      process.stdout.write(
+        `[kafka restart] ${ids.size} ids in ${outputs.length} outputs (${outputs.length - ids.size} duplicates)\n`,
+      );
+      expect(ids.size).toBe(RECORDS);
+      // Re-inference after the outage is bounded: at most the records in flight, not a loop.
+      expect(outputs.length).toBeLessThan(RECORDS * 2);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited, worker.output().slice(-4000)).toBe(0);
+    } finally {
+      if (worker.child.exitCode === null && worker.child.signalCode === null)
+        worker.child.kill('SIGKILL');
+    }
+  });
 });

@@ -21,7 +21,7 @@ async function sum(offsets: Promise<Map<number, string>>): Promise<number> {
 }
 
 describe('Kafka exactly-once, embedding-sized outputs', () => {
-  it('commits every record once with ~8 KB outputs', { timeout: 600_000 }, async () => {
+  it('commits every record once with ~8 KB outputs', async () => {
     const input = uniqueName('in');
     const output = uniqueName('out');
     const groupId = uniqueName('group');
@@ -56,17 +56,14 @@ describe('Kafka exactly-once, embedding-sized outputs', () => {
         done: (n) => n >= RECORDS,
         stallMs: 60_000,
         firstProgressMs: 120_000,
-        abort: () =>
-          worker.child.exitCode !== null
-            ? `the worker exited (${worker.child.exitCode})`
-            : undefined,
+        abort: worker.gone,
         context: () => worker.output().slice(-3000),
       });
       const outputs = await kit.readAll(output, {
         count: RECORDS,
         readCommitted: true,
         quietMs: 2000,
-        timeoutMs: 120_000,
+        stallMs: 120_000,
       });
       const ids = outputs.map((o) => (JSON.parse(o.value.toString('utf8')) as { id: string }).id);
       expect(new Set(ids).size).toBe(RECORDS);

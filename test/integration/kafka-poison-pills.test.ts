@@ -8,6 +8,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { waitForProgress } from '../helpers/progress.ts';
 import { corpusRecords } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { KafkaKit, kafkaRouteConfig, type ReadRecord } from './helpers/kafka-kit.ts';
@@ -19,35 +20,45 @@ const DEEP = 10_000;
 
 async function committedToEnd(groupId: string, topic: string): Promise<void> {
   const end = (await kit.endOffsets(topic)).get(0);
-  // Waits on progress: the commit moves while records are handled; a stall stops it.
-  let last: string | undefined;
-  let lastChange = Date.now();
-  for (;;) {
-    // A group coordinator still loading answers with a retriable error: ask again.
-    const committed = (
-      await kit.committedOffsets(groupId, topic).catch(() => new Map<number, string>())
-    ).get(0);
-    if (committed === end) return;
-    if (committed !== last) {
-      last = committed;
-      lastChange = Date.now();
-    } else if (Date.now() - lastChange > 30_000)
-      throw new Error(`the commit stalled at ${committed} (end ${end})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  // The commit moves while records are handled; a stall stops it. A group coordinator still
+  // loading answers with a retriable error: the probe throws and is asked again.
+  await waitForProgress(async () => (await kit.committedOffsets(groupId, topic)).get(0), {
+    what: `the commit of ${topic} to its end (${end})`,
+    done: (committed) => committed === end,
+    // The first commit waits for the group join and the first batch.
+    firstProgressMs: 120_000,
+  });
 }
 
-/** A topic just created may not be hosted by its leader yet (retriable): the send is tried again. */
-async function sendWithRetry(producer: Producer, record: ProducerRecord): Promise<void> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      await producer.send(record);
-      return;
-    } catch (err) {
-      if (attempt >= 20 || (err as { retriable?: boolean }).retriable !== true) throw err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+/**
+ * A topic just created may not be hosted by its leader yet (a retriable error): the send is
+ * tried again until it goes through. There is nothing to count while the leader catches up, so
+ * the bound is the stall bound on the one event; an error that cannot be retried fails at once.
+ * The retriable answers expected here (the partition not hosted by its leader yet) mean the
+ * batch was not written, so a retry does not duplicate records (the test would see it).
+ */
+async function sendWhenWritable(producer: Producer, record: ProducerRecord): Promise<void> {
+  let fatal: Error | undefined;
+  await waitForProgress(
+    async () => {
+      try {
+        await producer.send(record);
+        return 'sent';
+      } catch (err) {
+        if ((err as { retriable?: boolean }).retriable !== true) {
+          fatal = err instanceof Error ? err : new Error(String(err));
+          return 'failed';
+        }
+        throw err;
+      }
+    },
+    {
+      what: `the first send to ${record.topic}`,
+      done: (state) => state !== undefined,
+      intervalMs: 250,
+    },
+  );
+  if (fatal !== undefined) throw fatal;
 }
 
 describe.each([
@@ -91,7 +102,7 @@ describe.each([
     messages.splice(25, 0, pills[1] as (typeof good)[number]);
     const producer = kit.kafka.producer();
     await producer.connect();
-    await sendWithRetry(producer, {
+    await sendWhenWritable(producer, {
       topic: input,
       acks: -1,
       messages: messages.map((m) => ({

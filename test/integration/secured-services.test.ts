@@ -19,6 +19,7 @@ import {
 } from '../../scripts/services/kafka-local.ts';
 import { freePort } from '../../scripts/services/process-control.ts';
 import { startRedis, type LocalRedis } from '../../scripts/services/redis-local.ts';
+import { waitForProgress } from '../helpers/progress.ts';
 import { corpusRecords, workerConfig } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { KafkaKit, kafkaRouteConfig } from './helpers/kafka-kit.ts';
@@ -51,7 +52,9 @@ beforeAll(async () => {
   secureBrokers = `127.0.0.1:${securePort}`;
   writeFileSync(join(secrets, 'kafka-password'), `${kafkaSetup.users[0]?.password ?? ''}\n`);
   writeFileSync(join(secrets, 'redis-password'), `${redis.user?.password ?? ''}\n`);
-}, 180_000);
+  // No total here: the launchers fail a start-up whose log goes quiet (startTimeoutMs), and
+  // vitest's hook timeout is the hang guard.
+});
 
 afterAll(async () => {
   await Promise.allSettled([kafka?.stop(), redis?.stop()]);
@@ -161,9 +164,12 @@ describe('Redis over TLS with an ACL user', () => {
       }).redis;
       const worker = await StreamWorker.start(config, { logger: silentLogger });
       try {
-        const deadline = Date.now() + 45_000;
-        while ((await client.xlen(output)) < records.length && Date.now() < deadline)
-          await new Promise((r) => setTimeout(r, 100));
+        await waitForProgress(() => client.xlen(output), {
+          what: `${records.length} outputs over TLS in ${output}`,
+          done: (n) => n >= records.length,
+          // The worker in this process loads its model and joins its group first.
+          firstProgressMs: 120_000,
+        });
       } finally {
         await worker.stop(20_000);
       }

@@ -2,7 +2,7 @@
 // matters: a consumer that crashed stays stopped until restarted, and a seek re-delivers from
 // the offset sought. Broker outages must be survived by restarting with backoff, and a record
 // whose write fails every time must end in the DLQ after delivery.maxAttempts.
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import type {
   ConsumerRunOptions,
@@ -18,6 +18,7 @@ import type { SourceDeps, SourceHealth } from '../../src/consumers/source.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { Outcome } from '../../src/stream/processor.ts';
 import type { RouteRunner } from '../../src/stream/route-runner.ts';
+import { waitForProgress } from '../helpers/progress.ts';
 
 const TOPIC = 'in';
 
@@ -166,6 +167,18 @@ function passThrough(write: (outcome: Decided) => Promise<void>) {
   };
 }
 
+/**
+ * Waits while the source commits (every 20 ms here, a retry backoff apart around a refused
+ * write), until the last commit is `offset`; fails only when commits stop moving for the stall
+ * bound, so a loaded machine makes it slower, not red.
+ */
+async function commitsReach(consumer: FakeConsumer, offset: bigint): Promise<void> {
+  await waitForProgress(() => consumer.lastCommit()?.toString(), {
+    what: `commits up to offset ${offset}`,
+    done: (last) => last === offset.toString(),
+  });
+}
+
 function offsetOf(outcome: Decided): string {
   return outcome.record.origin.kind === 'kafka' ? outcome.record.origin.offset : '?';
 }
@@ -185,76 +198,73 @@ describe('Kafka source faults', () => {
     expect(() => consumer.seek({ ...tp, offset: '5' })).not.toThrow();
   });
 
-  it(
-    'a crashed consumer is restarted with backoff until it rejoins, then commits resume',
-    { timeout: 60_000 },
-    async () => {
-      const consumer = new FakeConsumer(200);
-      const health: SourceHealth['state'][] = [];
-      const written: string[] = [];
-      const source = sourceWith(
-        consumer,
-        passThrough((o) => {
-          written.push(offsetOf(o));
-          return Promise.resolve();
-        }),
-        (h) => health.push(h.state),
-      );
-      await source.start();
-      await vi.waitFor(() => expect(consumer.lastCommit()).toBe(200n), { timeout: 10_000 });
+  it('a crashed consumer is restarted with backoff until it rejoins, then commits resume', async () => {
+    const consumer = new FakeConsumer(200);
+    const health: SourceHealth['state'][] = [];
+    const written: string[] = [];
+    const source = sourceWith(
+      consumer,
+      passThrough((o) => {
+        written.push(offsetOf(o));
+        return Promise.resolve();
+      }),
+      (h) => health.push(h.state),
+    );
+    await source.start();
+    await commitsReach(consumer, 200n);
 
-      consumer.messages.push(
-        ...Array.from({ length: 100 }, (_, i) => ({
-          offset: String(200 + i),
-          key: null,
-          value: Buffer.from('{"text":"later"}'),
-          headers: {},
-        })),
-      );
-      consumer.failingRestarts = 2;
-      consumer.crashNow();
-      await vi.waitFor(() => expect(consumer.restarts).toBe(3), { timeout: 20_000 });
-      await vi.waitFor(() => expect(consumer.lastCommit()).toBe(300n), { timeout: 10_000 });
-      // Three failed-or-pending attempts reported, then back (a join may also report 'healthy').
-      expect(health.slice(-4)).toEqual(['degraded', 'degraded', 'degraded', 'healthy']);
-      expect(health.filter((h) => h === 'degraded')).toHaveLength(3);
-      expect(new Set(written).size).toBe(300);
-      await source.stop();
-    },
-  );
+    consumer.messages.push(
+      ...Array.from({ length: 100 }, (_, i) => ({
+        offset: String(200 + i),
+        key: null,
+        value: Buffer.from('{"text":"later"}'),
+        headers: {},
+      })),
+    );
+    consumer.failingRestarts = 2;
+    consumer.crashNow();
+    // Restarts come a jittered backoff apart (0.5 s, 1 s, 2 s, ...): each one is progress.
+    await waitForProgress(() => consumer.restarts, {
+      what: 'three restarts of the crashed consumer',
+      done: (n) => n === 3,
+      abort: () => (consumer.restarts > 3 ? `${consumer.restarts} restarts, not 3` : undefined),
+    });
+    await commitsReach(consumer, 300n);
+    // Three failed-or-pending attempts reported, then back (a join may also report 'healthy').
+    expect(health.slice(-4)).toEqual(['degraded', 'degraded', 'degraded', 'healthy']);
+    expect(health.filter((h) => h === 'degraded')).toHaveLength(3);
+    expect(new Set(written).size).toBe(300);
+    await source.stop();
+  });
 
-  it(
-    'a record whose write always fails goes to the DLQ after maxAttempts; the partition moves on',
-    { timeout: 60_000 },
-    async () => {
-      const consumer = new FakeConsumer(50);
-      let refusals = 0;
-      const dead: { offset: string; code: string; message: string }[] = [];
-      const written = new Set<string>();
-      const source = sourceWith(
-        consumer,
-        passThrough((o) => {
-          if (o.kind === 'dead') {
-            dead.push({ offset: offsetOf(o), code: o.code, message: o.message });
-            return Promise.resolve();
-          }
-          if (offsetOf(o) === '7') {
-            refusals += 1;
-            return Promise.reject(new Error('the broker refuses this record'));
-          }
-          written.add(offsetOf(o));
+  it('a record whose write always fails goes to the DLQ after maxAttempts; the partition moves on', async () => {
+    const consumer = new FakeConsumer(50);
+    let refusals = 0;
+    const dead: { offset: string; code: string; message: string }[] = [];
+    const written = new Set<string>();
+    const source = sourceWith(
+      consumer,
+      passThrough((o) => {
+        if (o.kind === 'dead') {
+          dead.push({ offset: offsetOf(o), code: o.code, message: o.message });
           return Promise.resolve();
-        }),
-      );
-      await source.start();
-      await vi.waitFor(() => expect(consumer.lastCommit()).toBe(50n), { timeout: 20_000 });
-      await source.stop();
-      expect(refusals).toBe(3);
-      expect(dead).toEqual([
-        expect.objectContaining({ offset: '7', code: 'MAX_ATTEMPTS' }) as unknown,
-      ]);
-      expect(dead[0]?.message).toContain('the broker refuses this record');
-      expect(written.size).toBe(49);
-    },
-  );
+        }
+        if (offsetOf(o) === '7') {
+          refusals += 1;
+          return Promise.reject(new Error('the broker refuses this record'));
+        }
+        written.add(offsetOf(o));
+        return Promise.resolve();
+      }),
+    );
+    await source.start();
+    await commitsReach(consumer, 50n);
+    await source.stop();
+    expect(refusals).toBe(3);
+    expect(dead).toEqual([
+      expect.objectContaining({ offset: '7', code: 'MAX_ATTEMPTS' }) as unknown,
+    ]);
+    expect(dead[0]?.message).toContain('the broker refuses this record');
+    expect(written.size).toBe(49);
+  });
 });

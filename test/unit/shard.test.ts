@@ -82,8 +82,10 @@ describe('shard of real worker threads', () => {
 
   it('drains: in-flight batches finish, then new ones are refused', async () => {
     const s = shard(1);
+    // A warm, idle thread takes the batch within run() (piscina hands it over synchronously), so
+    // no sleep has to guess when it got there.
+    await s.warmup();
     const running = s.run('script', ['slow:100:done']);
-    await new Promise((r) => setTimeout(r, 20));
     const drained = s.drain();
     await expect(s.run('script', ['echo:late'])).rejects.toThrow(ClosedError);
     expect((await running).outputs).toEqual(['done']);
@@ -94,8 +96,10 @@ describe('shard of real worker threads', () => {
     // Terminating a thread inside an ONNX run aborts the whole process natively
     // ("terminate called after throwing an instance of 'Napi::Error'"), so abort never does.
     const s = shard(1);
+    // Warm first: the running batch must be on the thread, not queued behind its start-up, and a
+    // thread may take far longer than any fixed sleep to start on a loaded machine.
+    await s.warmup();
     const running = s.run('script', ['slow:1000:done']);
-    await new Promise((r) => setTimeout(r, 50));
     const waiting = s.run('script', ['slow:1000:late']);
     const failed = expect(waiting).rejects.toThrow(ClosedError);
     await s.abort();
