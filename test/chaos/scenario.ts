@@ -143,3 +143,65 @@ export function midRun(done: number, count: number, fault: string): string | und
 export function failureText(error: unknown): string {
   return error instanceof Error ? error.message.slice(0, 1500) : String(error);
 }
+
+/** The names of a Kafka-sourced scenario's topics and group, all under one fresh tag. */
+export interface KafkaScenario {
+  tag: string;
+  input: string;
+  output: string;
+  groupId: string;
+}
+
+/**
+ * A fresh input topic filled with `count` scenario records; the output topic (two partitions) too,
+ * unless the scenario writes elsewhere.
+ */
+export async function kafkaScenario(
+  ctx: ChaosContext,
+  prefix: string,
+  count: number,
+  partitions: number,
+  options: { outputTopic?: boolean } = {},
+): Promise<KafkaScenario> {
+  const tag = unique(prefix);
+  const names = { tag, input: `${tag}-in`, output: `${tag}-out`, groupId: `${tag}-group` };
+  await ctx.kafka.createTopic(names.input, partitions);
+  if (options.outputTopic ?? true) await ctx.kafka.createTopic(names.output, 2);
+  await ctx.kafka.produce(names.input, scenarioRecords(tag, count, partitions));
+  return names;
+}
+
+/** Every output record's value on a Kafka topic, committed or not, once `count` are there. */
+export async function kafkaOutputValues(
+  ctx: ChaosContext,
+  topic: string,
+  count: number,
+): Promise<(Buffer | null)[]> {
+  const outputs = await ctx.kafka.read(topic, {
+    readCommitted: false,
+    enough: (got) => got.length >= count,
+  });
+  return outputs.map((r) => r.value);
+}
+
+/** The result of an at-least-once scenario: duplicates are allowed, a lost record fails it. */
+export function atLeastOnceResult(
+  name: string,
+  tag: string,
+  count: number,
+  values: readonly (Buffer | string | null)[],
+  failures: string[],
+  details: Record<string, unknown>,
+): ScenarioResult {
+  const counted = countOutputs(tag, count, values);
+  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
+  return {
+    name,
+    records: count,
+    lost: counted.lost,
+    duplicates: counted.duplicates,
+    mode: 'at-least-once',
+    failures,
+    details,
+  };
+}

@@ -4,12 +4,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { kafkaSource, workerConfig } from '../routes.ts';
 import {
-  countOutputs,
+  atLeastOnceResult,
   failureText,
+  kafkaOutputValues,
+  kafkaScenario,
   midRun,
-  scenarioRecords,
   terminate,
-  unique,
   waitCommitted,
   waitOutputs,
   type ChaosContext,
@@ -20,14 +20,8 @@ const PARTITIONS = 4;
 const OUTAGE_MS = 20_000;
 
 export async function brokerRestart(ctx: ChaosContext, count: number): Promise<ScenarioResult> {
-  const tag = unique('brk');
-  const input = `${tag}-in`;
-  const output = `${tag}-out`;
-  const groupId = `${tag}-group`;
+  const { tag, input, output, groupId } = await kafkaScenario(ctx, 'brk', count, PARTITIONS);
   const failures: string[] = [];
-  await ctx.kafka.createTopic(input, PARTITIONS);
-  await ctx.kafka.createTopic(output, 2);
-  await ctx.kafka.produce(input, scenarioRecords(tag, count, PARTITIONS));
   const worker = ctx.workers.start(
     'broker-restart',
     workerConfig({
@@ -69,23 +63,9 @@ export async function brokerRestart(ctx: ChaosContext, count: number): Promise<S
     if (!restarted) await ctx.services.startKafka(true);
     await worker.kill9();
   }
-  const outputs = await ctx.kafka.read(output, {
-    readCommitted: false,
-    enough: (got) => got.length >= count,
+  const outputs = await kafkaOutputValues(ctx, output, count);
+  return atLeastOnceResult('kafka-broker-restart', tag, count, outputs, failures, {
+    outageMs: OUTAGE_MS,
+    outputs: outputs.length,
   });
-  const counted = countOutputs(
-    tag,
-    count,
-    outputs.map((r) => r.value),
-  );
-  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-  return {
-    name: 'kafka-broker-restart',
-    records: count,
-    lost: counted.lost,
-    duplicates: counted.duplicates,
-    mode: 'at-least-once',
-    failures,
-    details: { outageMs: OUTAGE_MS, outputs: outputs.length },
-  };
 }

@@ -2,12 +2,12 @@
 // partitions to the other two, which finish the input: nothing lost.
 import { kafkaSource, workerConfig } from '../routes.ts';
 import {
-  countOutputs,
+  atLeastOnceResult,
   failureText,
+  kafkaOutputValues,
+  kafkaScenario,
   midRun,
-  scenarioRecords,
   terminate,
-  unique,
   waitCommitted,
   waitOutputs,
   type ChaosContext,
@@ -17,14 +17,8 @@ import {
 const PARTITIONS = 6;
 
 export async function groupKill(ctx: ChaosContext, count: number): Promise<ScenarioResult> {
-  const tag = unique('grp');
-  const input = `${tag}-in`;
-  const output = `${tag}-out`;
-  const groupId = `${tag}-group`;
+  const { tag, input, output, groupId } = await kafkaScenario(ctx, 'grp', count, PARTITIONS);
   const failures: string[] = [];
-  await ctx.kafka.createTopic(input, PARTITIONS);
-  await ctx.kafka.createTopic(output, 2);
-  await ctx.kafka.produce(input, scenarioRecords(tag, count, PARTITIONS));
   const config = workerConfig({
     brokers: ctx.services.brokers,
     source: kafkaSource(input, groupId, { maxInFlightPerPartition: 256 }),
@@ -62,23 +56,8 @@ export async function groupKill(ctx: ChaosContext, count: number): Promise<Scena
   } finally {
     for (const w of workers) await w.kill9();
   }
-  const outputs = await ctx.kafka.read(output, {
-    readCommitted: false,
-    enough: (got) => got.length >= count,
+  const outputs = await kafkaOutputValues(ctx, output, count);
+  return atLeastOnceResult('three-workers-one-killed', tag, count, outputs, failures, {
+    outputs: outputs.length,
   });
-  const counted = countOutputs(
-    tag,
-    count,
-    outputs.map((r) => r.value),
-  );
-  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-  return {
-    name: 'three-workers-one-killed',
-    records: count,
-    lost: counted.lost,
-    duplicates: counted.duplicates,
-    mode: 'at-least-once',
-    failures,
-    details: { outputs: outputs.length },
-  };
 }

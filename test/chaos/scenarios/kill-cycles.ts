@@ -4,12 +4,11 @@
 import { kafkaSource, workerConfig } from '../routes.ts';
 import {
   countOutputs,
-  scenarioRecords,
+  failureText,
+  kafkaScenario,
   terminate,
-  unique,
   waitCommitted,
   waitOutputs,
-  failureText,
   type ChaosContext,
   type ScenarioResult,
 } from '../scenario.ts';
@@ -20,14 +19,13 @@ export function killCycles(mode: 'at-least-once' | 'exactly-once', cycles: numbe
   return async (ctx: ChaosContext, count: number): Promise<ScenarioResult> => {
     const eos = mode === 'exactly-once';
     const name = eos ? 'kill9-exactly-once' : 'kill9-at-least-once';
-    const tag = unique(eos ? 'eos' : 'alo');
-    const input = `${tag}-in`;
-    const output = `${tag}-out`;
-    const groupId = `${tag}-group`;
+    const { tag, input, output, groupId } = await kafkaScenario(
+      ctx,
+      eos ? 'eos' : 'alo',
+      count,
+      PARTITIONS,
+    );
     const failures: string[] = [];
-    await ctx.kafka.createTopic(input, PARTITIONS);
-    await ctx.kafka.createTopic(output, 2);
-    await ctx.kafka.produce(input, scenarioRecords(tag, count, PARTITIONS));
     const config = workerConfig({
       pipeline: eos ? 'embed' : 'classify',
       brokers: ctx.services.brokers,

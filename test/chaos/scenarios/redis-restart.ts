@@ -5,7 +5,7 @@ import { waitForProgress } from '../../helpers/progress.ts';
 import { fillStream, redisClient, StreamReader } from '../redis-tools.ts';
 import { workerConfig } from '../routes.ts';
 import {
-  countOutputs,
+  atLeastOnceResult,
   failureText,
   midRun,
   scenarioRecords,
@@ -67,15 +67,8 @@ export async function redisRestart(ctx: ChaosContext, count: number): Promise<Sc
   }
   await reader.poll(redis).catch(() => undefined);
   redis.disconnect();
-  const counted = countOutputs(tag, count, reader.values());
-  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-  return {
-    name: 'redis-restart',
-    records: count,
-    lost: counted.lost,
-    duplicates: counted.duplicates,
-    mode: 'at-least-once',
-    failures,
-    details: { outageMs: OUTAGE_MS, entries: reader.entries },
-  };
+  return atLeastOnceResult('redis-restart', tag, count, reader.values(), failures, {
+    outageMs: OUTAGE_MS,
+    entries: reader.entries,
+  });
 }

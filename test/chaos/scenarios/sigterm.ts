@@ -4,12 +4,12 @@
 // output lies beyond it (or a restart would redo it). A second worker then finishes the input.
 import { idOf, kafkaSource, workerConfig } from '../routes.ts';
 import {
-  countOutputs,
+  atLeastOnceResult,
   failureText,
+  kafkaOutputValues,
+  kafkaScenario,
   midRun,
-  scenarioRecords,
   terminate,
-  unique,
   waitCommitted,
   waitOutputs,
   type ChaosContext,
@@ -20,15 +20,9 @@ const PARTITIONS = 4;
 const SHUTDOWN_MS = 30_000;
 
 export async function sigtermUnderLoad(ctx: ChaosContext, count: number): Promise<ScenarioResult> {
-  const tag = unique('term');
-  const input = `${tag}-in`;
-  const output = `${tag}-out`;
-  const groupId = `${tag}-group`;
+  const { tag, input, output, groupId } = await kafkaScenario(ctx, 'term', count, PARTITIONS);
   const failures: string[] = [];
   const details: Record<string, unknown> = {};
-  await ctx.kafka.createTopic(input, PARTITIONS);
-  await ctx.kafka.createTopic(output, 2);
-  await ctx.kafka.produce(input, scenarioRecords(tag, count, PARTITIONS));
   const config = workerConfig({
     brokers: ctx.services.brokers,
     threads: 2,
@@ -101,23 +95,6 @@ export async function sigtermUnderLoad(ctx: ChaosContext, count: number): Promis
   } finally {
     await ctx.workers.killAll();
   }
-  const outputs = await ctx.kafka.read(output, {
-    readCommitted: false,
-    enough: (got) => got.length >= count,
-  });
-  const counted = countOutputs(
-    tag,
-    count,
-    outputs.map((r) => r.value),
-  );
-  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-  return {
-    name: 'sigterm-under-load',
-    records: count,
-    lost: counted.lost,
-    duplicates: counted.duplicates,
-    mode: 'at-least-once',
-    failures,
-    details,
-  };
+  const outputs = await kafkaOutputValues(ctx, output, count);
+  return atLeastOnceResult('sigterm-under-load', tag, count, outputs, failures, details);
 }

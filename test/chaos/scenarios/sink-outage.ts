@@ -6,12 +6,11 @@ import { waitForProgress } from '../../helpers/progress.ts';
 import { redisClient, StreamReader } from '../redis-tools.ts';
 import { kafkaSource, workerConfig } from '../routes.ts';
 import {
-  countOutputs,
+  atLeastOnceResult,
   failureText,
+  kafkaScenario,
   midRun,
-  scenarioRecords,
   terminate,
-  unique,
   waitCommitted,
   type ChaosContext,
   type ScenarioResult,
@@ -25,14 +24,11 @@ const MAX_RSS_GROWTH_MIB = 256;
 const MAX_OUTAGE_CORES = 0.35;
 
 export async function sinkOutage(ctx: ChaosContext, count: number): Promise<ScenarioResult> {
-  const tag = unique('sink');
-  const input = `${tag}-in`;
-  const output = `${tag}-out`;
-  const groupId = `${tag}-group`;
+  const { tag, input, output, groupId } = await kafkaScenario(ctx, 'sink', count, PARTITIONS, {
+    outputTopic: false,
+  });
   const failures: string[] = [];
   const details: Record<string, unknown> = {};
-  await ctx.kafka.createTopic(input, PARTITIONS);
-  await ctx.kafka.produce(input, scenarioRecords(tag, count, PARTITIONS));
   const redis = redisClient(ctx.services.redisUrl);
   const reader = new StreamReader(output);
   let restarted = false;
@@ -105,15 +101,5 @@ export async function sinkOutage(ctx: ChaosContext, count: number): Promise<Scen
   }
   await reader.poll(redis).catch(() => undefined);
   redis.disconnect();
-  const counted = countOutputs(tag, count, reader.values());
-  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-  return {
-    name: 'sink-unavailable-60s',
-    records: count,
-    lost: counted.lost,
-    duplicates: counted.duplicates,
-    mode: 'at-least-once',
-    failures,
-    details,
-  };
+  return atLeastOnceResult('sink-unavailable-60s', tag, count, reader.values(), failures, details);
 }
