@@ -22,6 +22,7 @@ import type {
 } from './driver.ts';
 import { TransactionCommitter } from './exactly-once.ts';
 import { laneKey, PartitionLane } from './partition-lane.ts';
+import { WriteAttempts, type Failure } from './write-attempts.ts';
 
 type KafkaSourceConfig = Extract<SourceConfig, { type: 'kafka' }>;
 
@@ -48,14 +49,12 @@ export class KafkaSource implements Source {
   private crashes = 0;
   private readonly stopSignal = new AbortController();
   /** Failed writes per record (not counting outages), across the rewinds of its partition. */
-  private readonly attempts = new Map<string, { count: number; reason: string }>();
-  private readonly maxAttempts: number;
-  private readonly rewindBackoff = new Map<string, Backoff>();
+  private readonly attempts: WriteAttempts;
 
   constructor(options: KafkaSourceConfig, deps: SourceDeps, driver: KafkaDriver) {
     this.options = options;
     this.deps = deps;
-    this.maxAttempts = deps.config.delivery.maxAttempts;
+    this.attempts = new WriteAttempts(deps.config.delivery.maxAttempts);
     const exactlyOnce = deps.config.delivery.mode === 'exactly-once';
     this.consumer = driver.consumer({
       groupId: options.groupId,
@@ -197,11 +196,7 @@ export class KafkaSource implements Source {
       if (this.transactions !== undefined) lane.ready = this.fence(lane, old);
       this.lanes.set(lane.key, lane);
     }
-    // Attempt counts follow a partition only while it stays here.
-    for (const key of this.attempts.keys())
-      if (!this.lanes.has(key.slice(0, key.lastIndexOf('\u0000')))) this.attempts.delete(key);
-    for (const key of this.rewindBackoff.keys())
-      if (!this.lanes.has(key)) this.rewindBackoff.delete(key);
+    this.attempts.keepOnly((key) => this.lanes.has(key));
     for (const [key, old] of previous) {
       old.retire();
       if (!this.lanes.has(key) && this.transactions !== undefined) {
@@ -295,9 +290,9 @@ export class KafkaSource implements Source {
     lane.offsets.receive(message.offset);
     const ticket = lane.writer.ticket();
     this.inFlight += 1;
-    const exhausted = this.attempts.get(attemptKey(lane, message.offset));
+    const exhausted = this.attempts.exhausted(lane.key, message.offset);
     const decided =
-      exhausted !== undefined && exhausted.count >= this.maxAttempts
+      exhausted !== undefined
         ? Promise.resolve(this.giveUp(record, exhausted))
         : this.deps.runner.decide(record);
     decided
@@ -340,8 +335,7 @@ export class KafkaSource implements Source {
     }
     if (lane.retired) return;
     lane.offsets.complete(message.offset);
-    this.attempts.delete(attemptKey(lane, message.offset));
-    this.rewindBackoff.get(lane.key)?.reset();
+    this.attempts.written(lane.key, message.offset);
     if (
       this.transactions !== undefined &&
       (lane.staged.length >= this.options.transactionMaxRecords ||
@@ -351,12 +345,9 @@ export class KafkaSource implements Source {
   }
 
   /** The record failed maxAttempts times: its dead letter replaces it. */
-  private giveUp(
-    record: SourceRecord,
-    failure: { count: number; reason: string },
-  ): Exclude<Outcome, { kind: 'retry' }> {
+  private giveUp(record: SourceRecord, failure: Failure): Exclude<Outcome, { kind: 'retry' }> {
     const code = 'MAX_ATTEMPTS';
-    const message = `writing the record failed ${failure.count} times (delivery.maxAttempts ${this.maxAttempts}); last error: ${failure.reason}`;
+    const message = `writing the record failed ${failure.count} times (delivery.maxAttempts ${this.attempts.maxAttempts}); last error: ${failure.reason}`;
     return { kind: 'dead', record: deadLetter(record, 'sink', code, message), code, message };
   }
 
@@ -393,17 +384,14 @@ export class KafkaSource implements Source {
       );
       return;
     }
-    const transient = isTransient(err);
-    const key = attemptKey(lane, offset);
-    const attempt = (this.attempts.get(key)?.count ?? 0) + (transient ? 0 : 1);
-    if (!transient) this.attempts.set(key, { count: attempt, reason: errorText(err) });
+    const { attempt, transient } = this.attempts.failed(lane.key, offset, err);
     this.deps.logger.error(
       {
         err,
         topic: lane.tp.topic,
         partition: lane.tp.partition,
         offset,
-        ...(transient ? { transient } : { attempt, maxAttempts: this.maxAttempts }),
+        ...(transient ? { transient } : { attempt, maxAttempts: this.attempts.maxAttempts }),
       },
       'a record could not be written; reading its partition again from the last commit',
     );
@@ -428,17 +416,12 @@ export class KafkaSource implements Source {
     if (from !== undefined && !this.stopping) this.consumer.seek({ ...lane.tp, offset: from });
     // Reading again at once would re-infer the same records ~10 times a second while the cause
     // lasts (a sink down): the partition waits out a jittered, growing backoff first.
-    let backoff = this.rewindBackoff.get(lane.key);
-    if (backoff === undefined) {
-      backoff = new Backoff({ initialMs: 200, maxMs: 30_000 });
-      this.rewindBackoff.set(lane.key, backoff);
-    }
     fresh.held = true;
     this.consumer.pause([fresh.tp]);
     const release = setTimeout(() => {
       fresh.held = false;
       this.updateFlow();
-    }, backoff.next());
+    }, this.attempts.nextRewindDelayMs(lane.key));
     release.unref();
     this.updateFlow();
   }
@@ -509,34 +492,4 @@ export class KafkaSource implements Source {
     lane.committing = round;
     return round;
   }
-}
-
-function attemptKey(lane: PartitionLane, offset: string): string {
-  return `${lane.key}\u0000${offset}`;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-/** Kafka client names of failures that say the broker or the network is away, not the record. */
-const OUTAGE_NAMES = new Set([
-  'KafkaJSConnectionError',
-  'KafkaJSConnectionClosedError',
-  'KafkaJSRequestTimeoutError',
-  'KafkaJSNumberOfRetriesExceeded',
-  'KafkaJSBrokerNotFound',
-  'KafkaJSLockTimeout',
-  'ConnectionError',
-  // The worker is shutting down and gave the record up.
-  'ClosedError',
-]);
-
-/** An outage or another failure that says nothing about the record: it does not count. */
-function isTransient(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth += 1) {
-    if (OUTAGE_NAMES.has(e.name) || (e as { retriable?: unknown }).retriable === true) return true;
-    e = e.cause;
-  }
-  return false;
 }
