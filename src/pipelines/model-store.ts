@@ -159,7 +159,8 @@ async function createSession(
       runtime.executionProviders.some((p) => p !== 'cpu')
     ) {
       throw new ProviderUnavailableError(
-        `ONNX Runtime could not start the requested execution provider: ${message}`,
+        `ONNX Runtime could not start the requested execution provider: ${message} ` +
+          '(`npm run gpu:install -- --check` lists the CUDA and cuDNN libraries it cannot find)',
         {
           cause,
           field: 'executionProviders',

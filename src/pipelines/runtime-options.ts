@@ -71,8 +71,9 @@ function assertProviderInstalled(provider: ExecutionProvider): void {
   if (binDir !== undefined && existsSync(join(binDir, library))) return;
   throw new ProviderUnavailableError(
     `execution provider '${name}' needs ${library}, which onnxruntime-node did not install ` +
-      `(looked in ${binDir ?? 'an unknown folder'}). Reinstall it with ` +
-      `ONNXRUNTIME_NODE_INSTALL=cuda12 on a machine with CUDA 12 and cuDNN 9, or use 'cpu'.`,
+      `(looked in ${binDir ?? 'an unknown folder'}). Install it with \`npm run gpu:install\` ` +
+      `(PyPI's onnxruntime-gpu, CUDA 13 + cuDNN 9), check the CUDA libraries with ` +
+      `\`npm run gpu:install -- --check\` (docs/gpu.md), or use 'cpu'.`,
     { field: 'executionProviders' },
   );
 }
