@@ -8,10 +8,13 @@
 // so EOS could otherwise end one early). Every mode uses the same ONNX thread count.
 // Sequential runs every request back to back; BENCH_SEQUENTIAL=N runs an evenly spaced sample of
 // N instead (its tokens/s is a rate, so a sample only shortens the run).
+// `-- --device cuda:<id>` runs the three modes on that GPU and adds the engine on every CPU core of
+// the same machine (gpu_vs_cpu) and a check that greedy tokens are the CPU path's.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
 import { GenerativeEngine } from '../src/generative/generative-engine.ts';
 import { GenerationProgress } from '../src/pipelines/generation-progress.ts';
 import { emptyKvState, leftPad, runStep, type StepTokens } from '../src/pipelines/kv-cache.ts';
@@ -26,12 +29,20 @@ const NEW_TOKENS = env('BENCH_NEW_TOKENS', 64);
 const ARRIVAL_MS = env('BENCH_ARRIVAL_MS', 2000);
 const STATIC_BATCH = env('BENCH_STATIC_BATCH', 8);
 const SEQUENTIAL = Math.min(REQUESTS, env('BENCH_SEQUENTIAL', REQUESTS));
-const THREADS = env('BENCH_INTRA_OP_THREADS', availableParallelism());
+const { values: args } = parseArgs({ options: { device: { type: 'string' } } });
+const DEVICE = args.device ?? 'cpu';
+const cuda = /^cuda:(\d+)$/.exec(DEVICE);
+if (DEVICE !== 'cpu' && cuda === null)
+  throw new Error(`--device takes cpu or cuda:<id>, not '${DEVICE}'`);
+const GPU_PROVIDERS =
+  cuda === null ? undefined : [{ name: 'cuda' as const, deviceId: Number(cuda[1]) }];
+// On a GPU one host thread feeds the device; intra-op threads would only spin.
+const THREADS = env('BENCH_INTRA_OP_THREADS', GPU_PROVIDERS ? 1 : availableParallelism());
 // Generation threads of the engine, the cores split between them. One loop per core with
 // single-threaded kernels is the engine's CPU layout (as for encoder shards): the cache copies of
 // a step are single-threaded, so two loops overlap what intra-op threads cannot. The baselines
 // are single loops by definition and get all cores as intra-op threads instead.
-const ENGINE_THREADS = env('BENCH_ENGINE_THREADS', availableParallelism());
+const ENGINE_THREADS = env('BENCH_ENGINE_THREADS', GPU_PROVIDERS ? 1 : availableParallelism());
 const LENGTHS = [16, 48, 96, 160, 256];
 const OPTIONS = { maxNewTokens: NEW_TOKENS, minNewTokens: NEW_TOKENS };
 
@@ -52,7 +63,10 @@ interface Summary {
 }
 
 const store = new ModelStore();
-const runtime = { intraOpThreads: THREADS };
+const runtime = {
+  intraOpThreads: THREADS,
+  ...(GPU_PROVIDERS ? { executionProviders: GPU_PROVIDERS } : {}),
+};
 const pipeline = new TextGenerationPipeline(await store.load({ path: MODEL, runtime }));
 const tokenizer = pipeline.model.tokenizer;
 if (tokenizer === undefined) throw new Error(`${MODEL} has no tokenizer`);
@@ -129,11 +143,16 @@ async function staticBatches(): Promise<Summary> {
   return summarize(`static(batch ${STATIC_BATCH})`, traces, started);
 }
 
-async function engine(): Promise<Summary> {
+async function engine(
+  device = DEVICE,
+  engineThreads = ENGINE_THREADS,
+  intraOpThreads = Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
+): Promise<Summary> {
   const generative = await GenerativeEngine.start({
     model: { path: MODEL },
-    threads: ENGINE_THREADS,
-    intraOpThreads: Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
+    device,
+    threads: engineThreads,
+    intraOpThreads,
     scheduler: {
       maxActive: 32,
       stepTokens: env('BENCH_STEP_TOKENS', 256),
@@ -146,7 +165,7 @@ async function engine(): Promise<Summary> {
   // Warm the thread's session (first-run allocations) before the clock starts, as the others are.
   await Promise.all(
     Array.from(
-      { length: ENGINE_THREADS },
+      { length: engineThreads },
       () => generative.submit('warm up', { generation: { maxNewTokens: 2 } }).result,
     ),
   );
@@ -162,7 +181,7 @@ async function engine(): Promise<Summary> {
   );
   await generative.close('drain');
   return summarize(
-    `engine(${ENGINE_THREADS} thread${ENGINE_THREADS > 1 ? 's' : ''})`,
+    `engine(${device}, ${engineThreads} thread${engineThreads > 1 ? 's' : ''})`,
     traces,
     started,
   );
@@ -209,17 +228,46 @@ console.log(
     sequentialSample: SEQUENTIAL,
   }),
 );
+/** Greedy token ids of the first prompts on the CPU path against this run's device. */
+async function greedyMatches(count: number): Promise<{ identical: number; compared: number }> {
+  const cpuStore = new ModelStore();
+  const cpu = new TextGenerationPipeline(
+    await cpuStore.load({ path: MODEL, runtime: { intraOpThreads: availableParallelism() } }),
+  );
+  const greedy = { maxNewTokens: NEW_TOKENS, minNewTokens: NEW_TOKENS, doSample: false };
+  const ids = async (p: TextGenerationPipeline, prompt: string): Promise<number[]> => {
+    const out: number[] = [];
+    for await (const event of p.stream(prompt, greedy))
+      if (event.type === 'token') out.push(event.tokenId);
+    return out;
+  };
+  let identical = 0;
+  const compared = Math.min(count, prompts.length);
+  for (const prompt of prompts.slice(0, compared)) {
+    const [a, b] = [await ids(cpu, prompt), await ids(pipeline, prompt)];
+    if (a.length === b.length && a.every((id, i) => id === b[i])) identical += 1;
+  }
+  await cpuStore.close();
+  return { identical, compared };
+}
+
 const eng = await engine();
 const stat = await staticBatches();
 const seq = await sequential();
+const onCpu = GPU_PROVIDERS ? await engine('cpu', availableParallelism(), 1) : undefined;
+const greedy = GPU_PROVIDERS ? await greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)) : undefined;
 await store.close();
 console.log(
   JSON.stringify({
     bench: 'generate',
+    device: DEVICE,
     ratios: {
       vs_sequential: round(eng.tokensPerSecond / seq.tokensPerSecond),
       vs_static: round(eng.tokensPerSecond / stat.tokensPerSecond),
+      ...(onCpu ? { gpu_vs_cpu: round(eng.tokensPerSecond / onCpu.tokensPerSecond) } : {}),
     },
+    ...(onCpu ? { cpu_engine_tokens_per_s: onCpu.tokensPerSecond } : {}),
+    ...(greedy ? { greedy_identical_to_cpu: `${greedy.identical}/${greedy.compared}` } : {}),
     tokens_per_s: {
       engine: eng.tokensPerSecond,
       static: stat.tokensPerSecond,

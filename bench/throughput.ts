@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { CLASSIFICATION, EMBEDDING, onModel } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { round } from './lib/stats.ts';
+import { benchOnDevice, type DeviceReport } from './lib/device-bench.ts';
 import { benchTask, type TaskReport } from './lib/task-bench.ts';
 
 const { values } = parseArgs({
@@ -36,6 +37,11 @@ const { values } = parseArgs({
     models: { type: 'string' },
     /** One task alone, for a quicker look: embedding or classification. */
     only: { type: 'string' },
+    /** cuda:<id>: the GPU run (bench/lib/device-bench.ts) instead of the CPU one. */
+    device: { type: 'string' },
+    /** GPU run: timed passes per contender, and the texts the CPU engine times. */
+    passes: { type: 'string', default: '3' },
+    'cpu-texts': { type: 'string', default: '2000' },
   },
 });
 const cores = availableParallelism();
@@ -53,6 +59,14 @@ if (only !== undefined && only !== 'embedding' && only !== 'classification')
 if (values.models !== undefined && values.models !== 'fixtures')
   throw new Error(`--models takes only 'fixtures', not '${values.models}'`);
 const fixtures = values.models === 'fixtures';
+if (values.device !== undefined) {
+  // `--device cpu` walks the GPU run's flow on the CPU provider: a smoke run, not a measurement.
+  const match = /^cuda:(\d+)$|^cpu$/.exec(values.device);
+  if (match === null) throw new Error(`--device takes cuda:<id> or cpu, not '${values.device}'`);
+  await runOnDevice(match[1] === undefined ? undefined : Number(match[1]));
+  process.exit(0);
+}
+
 const embeddingSpec = fixtures
   ? onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
   : EMBEDDING;
@@ -140,3 +154,58 @@ process.stdout.write(
     ...(classification === undefined ? {} : { classification: summary(classification) }),
   })}\n`,
 );
+
+async function runOnDevice(deviceId: number | undefined): Promise<void> {
+  const device = deviceId === undefined ? 'cpu (smoke run, not a measurement)' : `cuda:${deviceId}`;
+  // The whole corpus (6,046 texts): a GPU pass over 2,000 would be over in a blink.
+  const all = loadTexts(6000);
+  const texts = values.texts === '2000' ? all : all.slice(0, Number(values.texts));
+  const input = {
+    deviceId,
+    texts,
+    cpuTexts: texts.slice(0, Number(values['cpu-texts'])),
+    warmup: loadTexts(256, 3),
+    passes: Number(values.passes),
+    log,
+  };
+  const reports: Record<string, DeviceReport> = {};
+  const specs = fixtures
+    ? [
+        onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction'),
+        onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification'),
+      ]
+    : [EMBEDDING, CLASSIFICATION];
+  for (const spec of specs) {
+    if (only !== undefined && only !== spec.name) continue;
+    reports[spec.name] = await benchOnDevice(spec, input);
+  }
+  const summarize = (r: DeviceReport): Record<string, unknown> => ({
+    ratios: {
+      vs_raw: round(r.rps.ours / r.rps.raw),
+      vs_transformers_js: round(r.rps.ours / r.rps.transformers_js),
+      gpu_vs_cpu: round(r.rps.ours / r.rps.cpu_engine),
+    },
+    rps: Object.fromEntries(Object.entries(r.rps).map(([k, v]) => [k, round(v, 1)])),
+    raw: r.raw,
+    transformers_js: r.transformersJs,
+    ours_trials: r.oursTrials,
+    token_pricing_ceiling_rps: round(r.tokenPricingCeilingRps, 1),
+    max_abs_diff_vs_cpu: Number(r.maxAbsDiffVsCpu.toPrecision(3)),
+    label_mismatches_vs_cpu: r.labelMismatchesVsCpu,
+  });
+  mkdirSync('.cache/bench', { recursive: true });
+  writeFileSync(
+    '.cache/bench/throughput-device.json',
+    JSON.stringify({ device, cores, reports }, null, 2),
+  );
+  const [first, ...rest] = Object.values(reports);
+  process.stdout.write(
+    `${JSON.stringify({
+      bench: 'throughput',
+      device,
+      cores,
+      ...(first === undefined ? {} : { [first.task]: summarize(first) }),
+      ...Object.fromEntries(rest.map((r) => [r.task, summarize(r)])),
+    })}\n`,
+  );
+}

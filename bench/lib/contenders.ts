@@ -6,7 +6,7 @@ import type { EnginePipeline } from '../../src/engine/engine.ts';
 import type { FeatureExtractionResult } from '../../src/pipelines/feature-extraction.ts';
 import type { LabelScore } from '../../src/pipelines/text-classification.ts';
 import type { RawSearchSpace } from './raw-search.ts';
-import { stageModel, tjsClassifier, tjsEmbedder } from './transformers-js.ts';
+import { stageModel, tjsClassifier, tjsEmbedder, type TjsDevice } from './transformers-js.ts';
 
 /** One record's output reduced to a label (or '') and the numbers compared across contenders. */
 export interface Comparable {
@@ -34,7 +34,7 @@ export interface TaskSpec {
   /** transformers.js batch sizes searched, with every thread split (bench/lib/tjs-search.ts). */
   tjsBatchSizes: number[];
   ours(output: unknown): Comparable;
-  transformersJs(intraOpThreads: number): Promise<TjsRunner>;
+  transformersJs(intraOpThreads: number, device?: TjsDevice): Promise<TjsRunner>;
 }
 
 const stagedFolders = new Map<string, string>();
@@ -85,8 +85,8 @@ export const EMBEDDING: TaskSpec = {
   },
   tjsBatchSizes: [1, 2, 4, 8, 16, 32],
   ours: (output) => ({ label: '', values: output as FeatureExtractionResult as Float32Array }),
-  async transformersJs(intraOpThreads) {
-    const embedder = await tjsEmbedder(staged(this), intraOpThreads);
+  async transformersJs(intraOpThreads, device) {
+    const embedder = await tjsEmbedder(staged(this), intraOpThreads, device);
     return {
       run: async (texts) => (await embedder.embed(texts)).map((values) => ({ label: '', values })),
       close: () => embedder.close(),
@@ -109,8 +109,8 @@ export const CLASSIFICATION: TaskSpec = {
     const [best] = output as LabelScore[];
     return { label: best?.label ?? '', values: [best?.score ?? NaN] };
   },
-  async transformersJs(intraOpThreads) {
-    const classifier = await tjsClassifier(staged(this), intraOpThreads);
+  async transformersJs(intraOpThreads, device) {
+    const classifier = await tjsClassifier(staged(this), intraOpThreads, device);
     return {
       run: async (texts) =>
         (await classifier.classify(texts)).map(({ label, score }) => ({ label, values: [score] })),

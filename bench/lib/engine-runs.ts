@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import type { DispatchStats } from '../../src/engine/dispatcher.ts';
 import { Engine, type EnginePipeline } from '../../src/engine/engine.ts';
+import type { ShardOption } from '../../src/workers/shard-spec.ts';
 import { percentile } from './stats.ts';
 
 export interface EngineContender {
@@ -16,11 +17,13 @@ export async function startEngine(
   modelPath: string,
   pipeline: Omit<EnginePipeline, 'model'>,
   batching?: BatcherOptions,
+  shards?: ShardOption[],
 ): Promise<Engine> {
   return Engine.start({
     models: { model: { path: modelPath } },
     pipelines: { bench: { ...pipeline, model: 'model' } },
     ...(batching !== undefined ? { batching } : {}),
+    ...(shards !== undefined ? { shards } : {}),
   });
 }
 

@@ -2,6 +2,7 @@
 // length sort, handed to `workers` threads of `intraOpThreads` each as each one frees.
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { InferenceSession } from 'onnxruntime-node';
 
 const WORKER_FILE = fileURLToPath(new URL('./raw-worker.ts', import.meta.url));
 
@@ -72,10 +73,18 @@ export class RawPool {
     this.threads = threads;
   }
 
-  static async start(onnxPath: string, workers: number, intraOpThreads: number): Promise<RawPool> {
+  static async start(
+    onnxPath: string,
+    workers: number,
+    intraOpThreads: number,
+    executionProviders?: InferenceSession.ExecutionProviderConfig[],
+  ): Promise<RawPool> {
     const threads = Array.from(
       { length: workers },
-      () => new Worker(WORKER_FILE, { workerData: { onnxPath, intraOpThreads } }),
+      () =>
+        new Worker(WORKER_FILE, {
+          workerData: { onnxPath, intraOpThreads, executionProviders },
+        }),
     );
     await Promise.all(threads.map((thread) => nextReply(thread)));
     return new RawPool(threads);

@@ -7,6 +7,8 @@ import { idsFeeds } from './raw-feeds.ts';
 interface Setup {
   onnxPath: string;
   intraOpThreads: number;
+  /** Default: the CPU. */
+  executionProviders?: InferenceSession.ExecutionProviderConfig[];
 }
 
 const setup = workerData as Setup;
@@ -14,6 +16,7 @@ const session = await InferenceSession.create(setup.onnxPath, {
   intraOpNumThreads: setup.intraOpThreads,
   interOpNumThreads: 1,
   graphOptimizationLevel: 'all',
+  executionProviders: setup.executionProviders ?? ['cpu'],
 });
 const port = parentPort;
 if (port === null) throw new Error('raw-worker must run as a worker thread');

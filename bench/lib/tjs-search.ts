@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { Comparable, TaskSpec, TjsRunner } from './contenders.ts';
 import { threadSplits, type ThreadSplit } from './raw-pool.ts';
 import { PRUNE_BELOW } from './raw-search.ts';
+import type { TjsDevice } from './transformers-js.ts';
 
 export interface TjsConfig extends ThreadSplit {
   batchSize: number;
@@ -21,12 +22,16 @@ export class TjsPool {
     this.runners = runners;
   }
 
-  static async start(spec: TaskSpec, split: ThreadSplit): Promise<TjsPool> {
+  static async start(
+    spec: TaskSpec,
+    split: ThreadSplit,
+    device: TjsDevice = 'cpu',
+  ): Promise<TjsPool> {
     const runners: TjsRunner[] = [];
     try {
       // One at a time: each loads its own copy of the model.
       for (let i = 0; i < split.workers; i += 1)
-        runners.push(await spec.transformersJs(split.intraOpThreads));
+        runners.push(await spec.transformersJs(split.intraOpThreads, device));
     } catch (err) {
       await Promise.all(runners.map((r) => r.close()));
       throw err;

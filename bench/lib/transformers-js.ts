@@ -33,9 +33,12 @@ function configure(): void {
   env.allowLocalModels = true;
 }
 
-const sessionOptions = (intraOpThreads: number) => ({
+/** 'cuda' runs transformers.js on onnxruntime-node's CUDA provider (the one gpu:install puts). */
+export type TjsDevice = 'cpu' | 'cuda';
+
+const sessionOptions = (intraOpThreads: number, device: TjsDevice) => ({
   dtype: 'fp32' as const,
-  device: 'cpu' as const,
+  device,
   session_options: { intraOpNumThreads: intraOpThreads, interOpNumThreads: 1 },
 });
 
@@ -44,9 +47,17 @@ export interface TjsEmbedder {
   close(): Promise<void>;
 }
 
-export async function tjsEmbedder(modelName: string, intraOpThreads: number): Promise<TjsEmbedder> {
+export async function tjsEmbedder(
+  modelName: string,
+  intraOpThreads: number,
+  device: TjsDevice = 'cpu',
+): Promise<TjsEmbedder> {
   configure();
-  const extractor = await pipeline('feature-extraction', modelName, sessionOptions(intraOpThreads));
+  const extractor = await pipeline(
+    'feature-extraction',
+    modelName,
+    sessionOptions(intraOpThreads, device),
+  );
   return {
     async embed(texts) {
       const output = await extractor(texts, { pooling: 'mean', normalize: true });
@@ -71,12 +82,13 @@ export interface TjsClassifier {
 export async function tjsClassifier(
   modelName: string,
   intraOpThreads: number,
+  device: TjsDevice = 'cpu',
 ): Promise<TjsClassifier> {
   configure();
   const classifier = await pipeline(
     'text-classification',
     modelName,
-    sessionOptions(intraOpThreads),
+    sessionOptions(intraOpThreads, device),
   );
   return {
     async classify(texts) {

@@ -6,7 +6,7 @@
 // onnxruntime-node's own NuGet route (CUDA 12) is kept for networks that reach NuGet.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkLibraries, formatReport } from './library-check.ts';
 import { extractProviders, inspectProviders, libraryHasVersion } from './provider-files.ts';
@@ -33,7 +33,7 @@ export function wheelVersion(filename: string): string | undefined {
 }
 
 export async function installFromWheel(ort: OnnxRuntimeNode, wheelPath: string): Promise<string[]> {
-  const fileVersion = wheelVersion(wheelPath);
+  const fileVersion = wheelVersion(basename(wheelPath));
   if (fileVersion !== ort.version) {
     throw new Error(
       `${wheelPath} is onnxruntime-gpu ${fileVersion ?? '(unknown version)'} but onnxruntime-node ` +

@@ -13,10 +13,24 @@ export type BatchDevice = 'cpu' | 'gpu';
  */
 export const DEFAULT_BATCH_TOKENS: Record<BatchDevice, number> = { cpu: 512, gpu: 8192 };
 
+/** Rows per batch when none is configured: a GPU is fed by the token budget, not the row cap. */
+export const DEFAULT_BATCH_ROWS: Record<BatchDevice, number> = { cpu: 32, gpu: 256 };
+
+/**
+ * How an input is priced before it is queued. 'tokens' tokenizes it on the main process, exact;
+ * 'characters' estimates from its length, which costs nothing, and the inference thread's
+ * tokenizer stays the only one. On a GPU the main process's tokenizer becomes the ceiling
+ * (docs/gpu.md), so that is where the estimate is the default.
+ */
+export const DEFAULT_PRICING: Record<BatchDevice, 'tokens' | 'characters'> = {
+  cpu: 'tokens',
+  gpu: 'characters',
+};
+
 export const batcherOptionsSchema = z
   .object({
     /** Most inputs in one batch. */
-    maxBatchSize: z.number().int().min(1).default(32),
+    maxBatchSize: z.number().int().min(1).optional(),
     /** Most padded tokens in one batch: the longest member's length times the rows. */
     maxBatchTokens: z.number().int().min(1).optional(),
     /** A batch is cut when its oldest item has waited this long, full or not. */
@@ -29,6 +43,8 @@ export const batcherOptionsSchema = z
      * (the benchmark's ablation of length sorting with the token budget kept).
      */
     order: z.enum(['length', 'arrival']).default('length'),
+    /** 'tokens' or 'characters' (see DEFAULT_PRICING). Default: by the shards' device. */
+    pricing: z.enum(['tokens', 'characters']).optional(),
     /** Number of priority levels; 0 is the most urgent. */
     priorities: z.number().int().min(1).max(16).default(3),
     /** Sources are told to pause at this many queued items... */
@@ -45,9 +61,11 @@ export const batcherOptionsSchema = z
 export type BatcherOptions = z.input<typeof batcherOptionsSchema>;
 export interface CompiledBatcherOptions extends Omit<
   z.output<typeof batcherOptionsSchema>,
-  'resumeAt' | 'maxBatchTokens'
+  'resumeAt' | 'maxBatchTokens' | 'maxBatchSize' | 'pricing'
 > {
+  maxBatchSize: number;
   maxBatchTokens: number;
+  pricing: 'tokens' | 'characters';
   resumeAt: number;
 }
 
@@ -59,7 +77,9 @@ export function compileBatcherOptions(
   const parsed = parseWithSchema(batcherOptionsSchema, options, path);
   return {
     ...parsed,
+    maxBatchSize: parsed.maxBatchSize ?? DEFAULT_BATCH_ROWS[device],
     maxBatchTokens: parsed.maxBatchTokens ?? DEFAULT_BATCH_TOKENS[device],
+    pricing: parsed.pricing ?? DEFAULT_PRICING[device],
     resumeAt: parsed.resumeAt ?? Math.floor(parsed.maxQueued / 2),
   };
 }

@@ -107,6 +107,7 @@ export class Engine {
         task: pipeline.task,
         tokenizer: await tokenizers.get(pipeline.model),
         options: await costOptions(pipeline.task, model.path, pipeline.options),
+        pricing: batching.pricing,
       });
     }
     const setup = { models: options.models, pipelines: options.pipelines };

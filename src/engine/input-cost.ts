@@ -1,6 +1,7 @@
 // How much of a batch an input will take, measured on the main thread before it is queued: the
-// token length of its longest row and how many rows it makes. The inference thread tokenizes
-// again; docs/batching.md has the measurement that made this the cheaper choice.
+// token length of its longest row and how many rows it makes. With 'tokens' pricing the inference
+// thread tokenizes again (docs/batching.md has the measurement that made this the cheaper choice
+// on CPU); with 'characters' the length is estimated and only the inference thread tokenizes.
 import type { TextTokenizer } from '../pipelines/text-tokenizer.ts';
 
 export interface InputCost {
@@ -12,6 +13,16 @@ export interface CostContext {
   task: string;
   tokenizer: TextTokenizer | undefined;
   options: Record<string, unknown>;
+  pricing?: 'tokens' | 'characters';
+}
+
+/**
+ * WordPiece and BPE vocabularies average about four characters of English per token; the two
+ * special tokens are added. Over-estimating only leaves a batch a little short of its budget.
+ */
+export function estimateTokens(text: string, pair?: string): number {
+  const characters = text.length + (pair?.length ?? 0);
+  return Math.ceil(characters / 4) + (pair === undefined ? 2 : 3);
 }
 
 export async function inputCost(input: unknown, context: CostContext): Promise<InputCost> {
@@ -26,6 +37,7 @@ export async function inputCost(input: unknown, context: CostContext): Promise<I
       : Number.POSITIVE_INFINITY;
   const max = Math.min(tokenizer.maxLength ?? Number.POSITIVE_INFINITY, truncateAt);
   const length = async (text: string, pair?: string): Promise<number> => {
+    if (context.pricing === 'characters') return Math.min(estimateTokens(text, pair), max);
     const [encoded] = await tokenizer.encode([pair === undefined ? text : [text, pair]], {
       truncation: false,
     });

@@ -4,6 +4,14 @@ import { z } from 'zod';
 
 export const generativeEngineSchema = z
   .object({
+    /**
+     * 'cpu' or 'cuda:<id>': where every generation thread's session runs. On CUDA each step's
+     * logits and KV cache come back to host memory (docs/gpu.md says why and what it costs).
+     */
+    device: z
+      .string()
+      .regex(/^(cpu|cuda:\d+)$/, "device is 'cpu' or 'cuda:<device id>'")
+      .default('cpu'),
     /** Generation threads, each with its own session, cache and step loop. Default 1. */
     threads: z.number().int().min(1).default(1),
     /** ONNX Runtime threads inside each generation thread. Default: cores / threads. */

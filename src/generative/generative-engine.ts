@@ -19,6 +19,8 @@ export interface GenerativeEngineOptions {
   /** Defaults of every request; a request's own options override them field by field. */
   generation?: GenerationOptions;
   scheduler?: SchedulerOptions;
+  /** 'cpu' (default) or 'cuda:<id>'. */
+  device?: string;
   threads?: number;
   intraOpThreads?: number;
   maxPending?: number;
@@ -52,9 +54,10 @@ export class GenerativeEngine {
   /** Validates the options and starts every thread with its model loaded. */
   static async start(options: GenerativeEngineOptions): Promise<GenerativeEngine> {
     const logger = options.logger ?? silentLogger;
-    const { threads, intraOpThreads, maxPending } = parseWithSchema(
+    const { device, threads, intraOpThreads, maxPending } = parseWithSchema(
       generativeEngineSchema,
       {
+        device: options.device,
         threads: options.threads,
         intraOpThreads: options.intraOpThreads,
         maxPending: options.maxPending,
@@ -64,9 +67,20 @@ export class GenerativeEngine {
     const limits = compileSchedulerOptions(options.scheduler, 'generative.scheduler');
     const generation = options.generation ?? {};
     parseGenerationOptions(generation, 'generative.generation');
-    const intra = intraOpThreads ?? Math.max(1, Math.floor(availableParallelism() / threads));
+    const cuda = /^cuda:(\d+)$/.exec(device);
+    // On a GPU the host only feeds the device: one ONNX Runtime thread per generation thread.
+    const intra =
+      intraOpThreads ??
+      (cuda !== null ? 1 : Math.max(1, Math.floor(availableParallelism() / threads)));
+    const runtime = {
+      ...options.model.runtime,
+      intraOpThreads: intra,
+      ...(cuda !== null
+        ? { executionProviders: [{ name: 'cuda' as const, deviceId: Number(cuda[1]) }] }
+        : {}),
+    };
     const setup = {
-      model: { ...options.model, runtime: { ...options.model.runtime, intraOpThreads: intra } },
+      model: { ...options.model, runtime },
       generation,
       limits,
     };
@@ -92,7 +106,7 @@ export class GenerativeEngine {
       throw err;
     }
     engine.running = true;
-    logger.info({ threads, intraOpThreads: intra, limits }, 'generative engine ready');
+    logger.info({ device, threads, intraOpThreads: intra, limits }, 'generative engine ready');
     return engine;
   }
 

@@ -23,11 +23,12 @@ export async function startGenerativeEngines(
       const pipeline = config.pipelines[alias];
       const model = pipeline === undefined ? undefined : models[pipeline.model];
       if (pipeline?.generative === undefined || model === undefined) continue;
-      const { threads, intraOpThreads, maxPending, ...scheduler } = pipeline.generative;
+      const { device, threads, intraOpThreads, maxPending, ...scheduler } = pipeline.generative;
       const engine = await GenerativeEngine.start({
         model,
         generation: pipeline.options ?? {},
         scheduler,
+        device,
         threads,
         ...(intraOpThreads !== undefined ? { intraOpThreads } : {}),
         maxPending,

@@ -1,5 +1,6 @@
 // A shard is a group of inference threads with its own copy of every session: `cpu` (threads x
-// intra-op threads sized to the cores) or `cuda:<id>` (one thread driving one GPU).
+// intra-op threads sized to the cores) or `cuda:<id>` (threads sharing one GPU: while one thread
+// tokenizes, builds feeds or post-processes on the host, another's batch runs on the device).
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { parseWithSchema } from '../options/parse.ts';
@@ -15,7 +16,13 @@ const shardSchema = z.union([
       intraOpThreads: z.number().int().min(1).optional(),
     })
     .strict(),
-  z.object({ device: z.literal('cuda'), deviceId: z.number().int().min(0) }).strict(),
+  z
+    .object({
+      device: z.literal('cuda'),
+      deviceId: z.number().int().min(0),
+      threads: z.number().int().min(1).optional(),
+    })
+    .strict(),
 ]);
 
 export type ShardOption = z.input<typeof shardSchema>;
@@ -37,7 +44,8 @@ export function compileShard(
   const parsed = parseWithSchema(shardSchema, option, path);
   if (typeof parsed === 'string' && parsed.startsWith('cuda:'))
     return cudaShard(Number(parsed.slice(5)));
-  if (typeof parsed === 'object' && parsed.device === 'cuda') return cudaShard(parsed.deviceId);
+  if (typeof parsed === 'object' && parsed.device === 'cuda')
+    return cudaShard(parsed.deviceId, parsed.threads);
   const cpu: { threads?: number | undefined; intraOpThreads?: number | undefined } =
     typeof parsed === 'object' && parsed.device === 'cpu' ? parsed : {};
   // Fill the cores: by default one worker per core, each running single-threaded kernels, which
@@ -47,10 +55,13 @@ export function compileShard(
   return { name: 'cpu', threads, intraOpThreads, executionProviders: ['cpu'] };
 }
 
-function cudaShard(deviceId: number): ShardSpec {
+/** docs/gpu.md has the measurement behind it. */
+export const DEFAULT_CUDA_THREADS = 2;
+
+function cudaShard(deviceId: number, threads = DEFAULT_CUDA_THREADS): ShardSpec {
   return {
     name: `cuda:${deviceId}`,
-    threads: 1,
+    threads,
     intraOpThreads: 1,
     executionProviders: [{ name: 'cuda', deviceId }],
   };

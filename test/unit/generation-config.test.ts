@@ -42,6 +42,7 @@ describe('generation route config', () => {
       {},
     );
     expect(parsed.pipelines['write']?.generative).toEqual({
+      device: 'cpu',
       threads: 1,
       maxPending: 256,
       maxActive: 32,
