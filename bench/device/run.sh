@@ -12,7 +12,10 @@ python=${PYTHON:-python3}
 parts=${PARTS:-/tmp/parts}
 if [ ! -d node_modules/node ]; then
   read -r runtime_size cuda_size <"$(ls "$parts"/*/sizes | head -1)"
-  cat $(ls "$parts"/*/part.* | sort -t. -k2 -n) >/tmp/all
+  # part.0, part.1, ... in order, wherever the staging calls put their folders.
+  for part in $(ls "$parts"/*/part.* | awk -F'part[.]' '{print $NF, $0}' | sort -n | cut -d' ' -f2); do
+    cat "$part"
+  done >/tmp/all
   head -c "$runtime_size" /tmp/all >/tmp/runtime.tar.xz
   tail -c "$cuda_size" /tmp/all >/tmp/cuda.so.xz
   bin=node_modules/onnxruntime-node/bin/napi-v6/linux/x64

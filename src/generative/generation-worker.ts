@@ -91,4 +91,7 @@ try {
   await store.close();
 } catch (err) {
   post({ kind: 'fatal', error: serializeError(err) });
+  // The open port would keep a thread that has no loop alive forever, and an abort waiting for
+  // 'drained' with it: closing lets the thread exit, which the main side takes as drained.
+  port.close();
 }

@@ -192,14 +192,18 @@ describe('CUDA without the provider library', () => {
   // Skipped: GenerativeEngine.start never settles when a thread fails to load (a missing model
   // folder hangs the same way). The worker posts 'fatal' and stays alive, and the abort() in
   // start's catch waits for a 'drained' that the worker only sends once a loop exists.
-  it.skip("GenerativeEngine.start refuses device 'cuda:0' the same way", async () => {
-    const started = GenerativeEngine.start({
-      model: { path: join(FIXTURES, 'llama-causal-lm') },
-      device: 'cuda:0',
-    });
-    await expect(started).rejects.toBeInstanceOf(ProviderUnavailableError);
-    await expect(started).rejects.toThrow(/npm run gpu:install/);
-  }, 20_000);
+  it.skipIf(cudaInstalled)(
+    "GenerativeEngine.start refuses device 'cuda:0' the same way",
+    async () => {
+      const started = GenerativeEngine.start({
+        model: { path: join(FIXTURES, 'llama-causal-lm') },
+        device: 'cuda:0',
+      });
+      await expect(started).rejects.toBeInstanceOf(ProviderUnavailableError);
+      await expect(started).rejects.toThrow(/npm run gpu:install/);
+    },
+    20_000,
+  );
 });
 
 describe('generative device option', () => {
