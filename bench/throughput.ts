@@ -24,6 +24,7 @@ import { benchOnDevice, type DeviceReport } from './lib/device-bench.ts';
 import { benchTask, type TaskReport } from './lib/task-bench.ts';
 
 const { values } = parseArgs({
+  allowNegative: true,
   options: {
     texts: { type: 'string', default: '2000' },
     'cls-texts': { type: 'string', default: '512' },
@@ -42,6 +43,11 @@ const { values } = parseArgs({
     /** GPU run: timed passes per contender, and the texts the CPU engine times. */
     passes: { type: 'string', default: '3' },
     'cpu-texts': { type: 'string', default: '2000' },
+    'cuda-threads': { type: 'string', default: '8,2,4,16' },
+    'token-pricing': { type: 'boolean', default: true },
+    'raw-workers': { type: 'string', default: '1,2' },
+    'tjs-batch-sizes': { type: 'string', default: '32,128' },
+    'tjs-texts': { type: 'string', default: '6000' },
   },
 });
 const cores = availableParallelism();
@@ -166,6 +172,11 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
     cpuTexts: texts.slice(0, Number(values['cpu-texts'])),
     warmup: loadTexts(256, 3),
     passes: Number(values.passes),
+    cudaThreads: values['cuda-threads'].split(',').map(Number),
+    tokenPricing: values['token-pricing'],
+    rawWorkers: values['raw-workers'].split(',').map(Number),
+    tjsBatchSizes: values['tjs-batch-sizes'].split(',').map(Number),
+    tjsTexts: Number(values['tjs-texts']),
     log,
   };
   const reports: Record<string, DeviceReport> = {};

@@ -24,6 +24,14 @@ export interface DeviceInput {
   warmup: string[];
   /** Timed passes over `texts` per contender; the best pass counts. */
   passes: number;
+  /** Shard thread counts tried; the first is reported as ours. */
+  cudaThreads: number[];
+  /** Also time ours with main-process token pricing (slow: it is the ceiling being shown). */
+  tokenPricing: boolean;
+  rawWorkers: number[];
+  tjsBatchSizes: number[];
+  /** Texts transformers.js times (its rate is per record, so a slice only shortens the run). */
+  tjsTexts: number;
   log: (line: string) => void;
 }
 
@@ -50,7 +58,6 @@ const RAW_POLICIES: BatchPolicy[] = [
   { kind: 'tokens', budget: 16384, maxRows: 512 },
   { kind: 'tokens', budget: 32768, maxRows: 1024 },
 ];
-const TJS_BATCH_SIZES = [32, 128];
 
 async function best<T>(passes: number, run: () => Promise<T>): Promise<{ rps: number; last: T }> {
   let bestSeconds = Infinity;
@@ -93,7 +100,7 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   const onnxPath = `${spec.modelFolder}/model.onnx`;
   const rawTrials: Record<string, number> = {};
   let rawBest = { label: '', rps: 0 };
-  for (const workers of [1, 2]) {
+  for (const workers of input.rawWorkers) {
     const pool = await RawPool.start(onnxPath, workers, 1, providers);
     try {
       for (const policy of RAW_POLICIES) {
@@ -114,15 +121,16 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   let oursDefault = 0;
   let oursOutputs: unknown[] = [];
   const variants: { label: string; threads: number; batching?: BatcherOptions }[] = [
-    { label: `threads=${DEFAULT_CUDA_THREADS}`, threads: DEFAULT_CUDA_THREADS },
-    ...[1, 2, 4]
-      .filter((t) => t !== DEFAULT_CUDA_THREADS)
-      .map((t) => ({ label: `threads=${t}`, threads: t })),
-    {
-      label: `threads=${DEFAULT_CUDA_THREADS} pricing=tokens`,
-      threads: DEFAULT_CUDA_THREADS,
-      batching: { pricing: 'tokens' },
-    },
+    ...input.cudaThreads.map((t) => ({ label: `threads=${t}`, threads: t })),
+    ...(input.tokenPricing
+      ? [
+          {
+            label: `threads=${DEFAULT_CUDA_THREADS} pricing=tokens`,
+            threads: DEFAULT_CUDA_THREADS,
+            batching: { pricing: 'tokens' as const },
+          },
+        ]
+      : []),
   ];
   for (const variant of variants) {
     const engine = await startEngine(spec.modelFolder, spec.pipeline, variant.batching, [
@@ -144,7 +152,8 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
 
   const tjsTrials: Record<string, number | string> = {};
   let tjsBest = { label: 'failed', rps: NaN };
-  for (const batchSize of TJS_BATCH_SIZES) {
+  const tjsTexts = texts.slice(0, input.tjsTexts);
+  for (const batchSize of input.tjsBatchSizes) {
     const label = `b${batchSize}`;
     try {
       const pool = await TjsPool.start(
@@ -154,9 +163,10 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
       );
       try {
         await pool.run(input.warmup, batchSize);
-        const { rps } = await best(passes, () => pool.run(texts, batchSize));
-        tjsTrials[label] = round(rps * texts.length, 1);
-        if (!(rps * texts.length <= tjsBest.rps)) tjsBest = { label, rps: rps * texts.length };
+        const { rps } = await best(passes, () => pool.run(tjsTexts, batchSize));
+        tjsTrials[label] = round(rps * tjsTexts.length, 1);
+        if (!(rps * tjsTexts.length <= tjsBest.rps))
+          tjsBest = { label, rps: rps * tjsTexts.length };
       } finally {
         await pool.close();
       }

@@ -12,7 +12,11 @@ import { estimateTokens, inputCost } from '../../src/engine/input-cost.ts';
 import { ConfigError, ProviderUnavailableError } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import type { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
-import { compileShard, DEFAULT_CUDA_THREADS } from '../../src/workers/shard-spec.ts';
+import {
+  compileShard,
+  DEFAULT_CUDA_THREADS,
+  defaultCudaThreads,
+} from '../../src/workers/shard-spec.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 
@@ -39,8 +43,8 @@ function configError(run: () => unknown): ConfigError {
 
 describe('cuda shards', () => {
   it("compiles 'cuda:<id>' to DEFAULT_CUDA_THREADS threads of one intra-op thread on that GPU", () => {
-    expect(DEFAULT_CUDA_THREADS).toBe(2);
-    expect(compileShard('cuda:1')).toEqual({
+    expect(DEFAULT_CUDA_THREADS).toBe(8);
+    expect(compileShard('cuda:1', 'shard', 16)).toEqual({
       name: 'cuda:1',
       threads: DEFAULT_CUDA_THREADS,
       intraOpThreads: 1,
@@ -55,7 +59,16 @@ describe('cuda shards', () => {
       intraOpThreads: 1,
       executionProviders: [{ name: 'cuda', deviceId: 0 }],
     });
-    expect(compileShard({ device: 'cuda', deviceId: 2 }).threads).toBe(DEFAULT_CUDA_THREADS);
+    expect(compileShard({ device: 'cuda', deviceId: 2 }, 'shard', 16).threads).toBe(
+      DEFAULT_CUDA_THREADS,
+    );
+  });
+
+  it('sizes the default thread count to the cores, never below two', () => {
+    expect(defaultCudaThreads(1)).toBe(2);
+    expect(defaultCudaThreads(4)).toBe(4);
+    expect(defaultCudaThreads(64)).toBe(DEFAULT_CUDA_THREADS);
+    expect(compileShard('cuda:0', 'shard', 2).threads).toBe(2);
   });
 
   it('names the field it refuses', () => {
