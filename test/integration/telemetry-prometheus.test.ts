@@ -72,9 +72,10 @@ describe('metrics scraped by a real Prometheus', () => {
     const base = kafkaRouteConfig({ brokers: kit.brokers, input, output, dlq, groupId });
     const worker = startWorkerProcess({
       ...base,
-      // Offsets are committed every 5 s: the lag stays at its first value long enough for
-      // Prometheus (a scrape every 0.5 s) to see it before the first commit.
-      delivery: { mode: 'at-least-once', commitIntervalMs: 5_000 },
+      // The first commit comes 20 s after the first record: the lag stays at its first value for
+      // 40 of Prometheus' 0.5-s scrapes, so a stalled scrape on a loaded machine cannot miss it
+      // (5 s once did). Processing itself is waited on by progress, not by this interval.
+      delivery: { mode: 'at-least-once', commitIntervalMs: 20_000 },
       telemetry: { port: telemetryPort, host: '127.0.0.1', lagIntervalMs: 250 },
     });
     const total = `sum(hugot_records_total{route="${route}"})`;
