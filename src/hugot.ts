@@ -4,7 +4,7 @@
 import { ClosedError, ConfigError, UnknownPipelineError } from './errors.ts';
 import { ModelStore, type ModelSpec } from './pipelines/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
-import { createPipeline } from './pipelines/tasks.ts';
+import { createPipeline } from './pipelines/registry.ts';
 
 export interface PipelineSpec {
   task: string;

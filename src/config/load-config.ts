@@ -1,12 +1,14 @@
 // Reads a YAML config, fills `${VAR}` / `${VAR:-default}` from the environment, applies
 // HUGOT__a__b=value overrides, validates once, and checks the cross-references zod cannot see.
+// Every problem is reported at once, each with its path and a fix: first every field (each task's
+// options, batching and shards included), then, once the fields are right, every reference.
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigError } from '../errors.ts';
-import { parseWithSchema } from '../options/parse.ts';
-import { parseGenerationOptions } from '../pipelines/generation-options.ts';
-import { IMAGE_TASKS } from '../stream/image-tasks.ts';
+import { batcherOptionsSchema } from '../batching/batcher-options.ts';
+import { checkWithSchema, formatPath } from '../options/parse.ts';
+import { readsImages } from '../pipelines/registry.ts';
 import { resolveConnectionPaths } from './connection-checks.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
@@ -47,9 +49,32 @@ export function parseConfigText(
     );
   }
   applyOverrides(raw, env);
-  const config = parseWithSchema(configSchema, raw, '');
-  checkReferences(config);
-  return config;
+  const checked = checkWithSchema(configSchema, raw);
+  if (!checked.ok)
+    throw invalid(
+      source,
+      checked.problems.map((p) => {
+        const field = formatPath('', p.path);
+        return { field, line: `${field || '(the file)'}: ${p.message}` };
+      }),
+    );
+  const problems = referenceProblems(checked.data);
+  if (problems.length > 0) throw invalid(source, problems);
+  return checked.data;
+}
+
+interface ConfigProblem {
+  field: string;
+  /** What is wrong and how to fix it, starting with where. */
+  line: string;
+}
+
+function invalid(source: string, problems: ConfigProblem[]): ConfigError {
+  const lines = problems.map((p) => p.line);
+  const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+  return new ConfigError(`${source} is not valid (${count}):\n  ${lines.join('\n  ')}`, {
+    field: problems[0]?.field ?? 'config',
+  });
 }
 
 function interpolate(text: string, env: Environment, source: string): string {
@@ -91,19 +116,27 @@ function parseScalar(value: string): unknown {
   }
 }
 
-function checkReferences(config: WorkerConfig): void {
+function referenceProblems(config: WorkerConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const problem: Report = (line, { field }) => {
+    problems.push({ field, line });
+  };
   for (const [alias, pipeline] of Object.entries(config.pipelines)) {
-    if (pipeline.generative !== undefined && pipeline.task !== 'textGeneration') {
-      throw new ConfigError(
-        `pipelines.${alias}.generative: only textGeneration pipelines run on the generative engine; remove it or use task textGeneration`,
-        { field: `pipelines.${alias}.generative` },
-      );
+    // Each level is valid on its own; the engine compiles the pipeline's over the worker's.
+    if (pipeline.batching !== undefined && config.batching !== undefined) {
+      const merged = checkWithSchema(batcherOptionsSchema, {
+        ...config.batching,
+        ...pipeline.batching,
+      });
+      if (!merged.ok)
+        for (const p of merged.problems)
+          problem(
+            `${formatPath(`pipelines.${alias}.batching`, p.path)}: ${p.message} (with the top-level batching under it)`,
+            { field: `pipelines.${alias}.batching` },
+          );
     }
-    // The generative engine's requests start from these; a batch pipeline checks its own on load.
-    if (pipeline.generative !== undefined)
-      parseGenerationOptions(pipeline.options, `pipelines.${alias}.options`);
     if (config.models[pipeline.model] === undefined) {
-      throw new ConfigError(
+      problem(
         `pipelines.${alias}.model: no model '${pipeline.model}' under models; define it or fix the name`,
         {
           field: `pipelines.${alias}.model`,
@@ -114,29 +147,27 @@ function checkReferences(config: WorkerConfig): void {
   config.routes.forEach((route, i) => {
     const at = `routes.${i}`;
     if (config.pipelines[route.pipeline] === undefined) {
-      throw new ConfigError(
+      problem(
         `${at}.pipeline: no pipeline '${route.pipeline}' under pipelines; define it or fix the name`,
         { field: `${at}.pipeline` },
       );
     }
     const usesKafka = [route.source, route.sink, route.dlq].some((end) => end?.type === 'kafka');
     if (usesKafka && config.connections.kafka === undefined) {
-      throw new ConfigError(
-        `${at} uses Kafka, but connections.kafka is missing; add connections.kafka.brokers`,
-        { field: 'connections.kafka' },
-      );
+      problem(`${at} uses Kafka, but connections.kafka is missing; add connections.kafka.brokers`, {
+        field: 'connections.kafka',
+      });
     }
     const usesRedis = [route.source, route.sink, route.dlq].some(
       (end) => end !== undefined && ['bullmq', 'redis-stream', 'bullmq-result'].includes(end.type),
     );
     if (usesRedis && config.connections.redis === undefined) {
-      throw new ConfigError(
-        `${at} uses Redis, but connections.redis is missing; add connections.redis.url`,
-        { field: 'connections.redis' },
-      );
+      problem(`${at} uses Redis, but connections.redis is missing; add connections.redis.url`, {
+        field: 'connections.redis',
+      });
     }
     if (route.sink.type === 'bullmq-result' && route.source.type !== 'bullmq') {
-      throw new ConfigError(
+      problem(
         `${at}.sink: 'bullmq-result' returns the result to a BullMQ job, so the source must be bullmq`,
         { field: `${at}.sink.type` },
       );
@@ -145,44 +176,60 @@ function checkReferences(config: WorkerConfig): void {
       config.delivery.mode === 'exactly-once' &&
       !(route.source.type === 'kafka' && route.sink.type === 'kafka')
     ) {
-      throw new ConfigError(
+      problem(
         `${at}: delivery.mode exactly-once works for Kafka -> Kafka routes only; use at-least-once here`,
         { field: 'delivery.mode' },
       );
     }
-    checkGenerationRoute(config, route, at);
-    checkInputRoute(config, route, at);
+    checkGenerationRoute(config, route, at, problem);
+    checkInputRoute(config, route, at, problem);
   });
+  return problems;
 }
 
+type Report = (message: string, options: { field: string }) => void;
+
 /** Binary records and image inputs: only where a task reads images, and never merged into. */
-function checkInputRoute(config: WorkerConfig, route: RouteConfig, at: string): void {
-  const task = config.pipelines[route.pipeline]?.task ?? '';
-  const readsImages = IMAGE_TASKS.has(task);
-  if (route.input.images !== undefined && !readsImages)
-    throw new ConfigError(
+function checkInputRoute(
+  config: WorkerConfig,
+  route: RouteConfig,
+  at: string,
+  problem: Report,
+): void {
+  const pipeline = config.pipelines[route.pipeline];
+  // A missing pipeline is reported on its own; nothing here can be judged without it.
+  if (pipeline === undefined) return;
+  const { task } = pipeline;
+  const images = readsImages(task);
+  if (route.input.images !== undefined && !images)
+    problem(
       `${at}.input.images: pipeline '${route.pipeline}' (${task}) does not take images; remove input.images`,
       { field: `${at}.input.images` },
     );
-  if (route.input.format === 'bytes' && !readsImages)
-    throw new ConfigError(
+  if (route.input.format === 'bytes' && !images)
+    problem(
       `${at}.input.format: bytes (the raw record) is for image tasks; use json or text for ${task}`,
       { field: `${at}.input.format` },
     );
   if (route.input.format === 'bytes' && route.output.mode === 'merge')
-    throw new ConfigError(
+    problem(
       `${at}.output.mode: a binary record (input.format bytes) cannot be merged into; set output.mode: result`,
       { field: `${at}.output.mode` },
     );
   if (route.input.format === 'bytes' && route.input.images?.from === 'path')
-    throw new ConfigError(
+    problem(
       `${at}.input.images.from: path reads a path from a text field, but input.format bytes takes the record's bytes as the image; use input.format json or text`,
       { field: `${at}.input.images.from` },
     );
 }
 
 /** Streamed partials and per-request generation settings need a route to a generative pipeline. */
-function checkGenerationRoute(config: WorkerConfig, route: RouteConfig, at: string): void {
+function checkGenerationRoute(
+  config: WorkerConfig,
+  route: RouteConfig,
+  at: string,
+  problem: Report,
+): void {
   const generative = config.pipelines[route.pipeline]?.generative !== undefined;
   const asks: [string, unknown][] = [
     ['output.stream', route.output.stream],
@@ -190,7 +237,7 @@ function checkGenerationRoute(config: WorkerConfig, route: RouteConfig, at: stri
   ];
   for (const [field, value] of asks) {
     if (value !== undefined && !generative) {
-      throw new ConfigError(
+      problem(
         `${at}.${field} needs a generative pipeline; add pipelines.${route.pipeline}.generative or remove ${field}`,
         { field: `${at}.${field}` },
       );
@@ -200,20 +247,20 @@ function checkGenerationRoute(config: WorkerConfig, route: RouteConfig, at: stri
   if (streams && config.delivery.mode === 'exactly-once') {
     // A partial inside the partition's transaction becomes visible to read_committed consumers
     // only with its final record, so streaming would promise what it cannot deliver.
-    throw new ConfigError(
+    problem(
       `${at}.output.stream: partial records cannot be exactly-once (read_committed consumers would see them only with the final record); remove output.stream to write final records only, or use delivery.mode at-least-once`,
       { field: `${at}.output.stream` },
     );
   }
   if (streams && route.sink.type === 'bullmq-result') {
-    throw new ConfigError(
+    problem(
       `${at}.output.stream: a 'bullmq-result' sink holds one return value per job, not partial records; use a bullmq, kafka, redis-stream or file sink, or remove output.stream`,
       { field: `${at}.output.stream` },
     );
   }
   for (const field of ['optionsField', 'requestIdField'] as const) {
     if (route.generation?.[field] !== undefined && route.input.format !== 'json') {
-      throw new ConfigError(
+      problem(
         `${at}.generation.${field}: the record is not read as JSON (input.format ${route.input.format}), so it has no fields; use input.format json or remove ${field}`,
         { field: `${at}.generation.${field}` },
       );

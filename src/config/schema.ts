@@ -2,7 +2,11 @@
 // default lives here; validation happens once, at start-up, and names the field it rejects.
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { batcherOptionsSchema } from '../batching/batcher-options.ts';
+import { checkedAsWritten, checkWithSchema } from '../options/parse.ts';
+import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
 import { runtimeOptionsSchema } from '../pipelines/runtime-options.ts';
+import { shardSchema } from '../workers/shard-spec.ts';
 import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
 import {
   generativePipelineSchema,
@@ -21,17 +25,60 @@ const modelSchema = z
   })
   .strict();
 
+/** Batching as written: a pipeline's is merged over the worker's before it is compiled. */
+const batchingSchema = checkedAsWritten(batcherOptionsSchema);
+
 const pipelineSchema = z
   .object({
-    task: name,
+    task: name.superRefine((task, ctx) => {
+      if (findTask(task) === undefined)
+        ctx.addIssue({ code: 'custom', message: unknownTaskMessage(task) });
+    }),
     model: name,
+    /**
+     * The task's options, checked against its schema (src/pipelines/registry.ts) and kept as
+     * written: the pipeline parses them again where it loads, and the batch pricing reads them.
+     */
     options: z.record(z.string(), z.unknown()).optional(),
-    /** Checked in detail when the engine starts (src/batching/batcher-options.ts). */
-    batching: z.record(z.string(), z.unknown()).optional(),
+    /** Over the worker's batching, for this pipeline (src/batching/batcher-options.ts). */
+    batching: batchingSchema.optional(),
     /** textGeneration only: run on the continuous-batching generative engine (docs/generative.md). */
     generative: generativePipelineSchema.optional(),
   })
-  .strict();
+  .strict()
+  // Runs even when another field failed, so that one pass reports every problem.
+  .superRefine(checkTaskFields, { when: () => true });
+
+/** What depends on the pipeline's task: its options, and whether it may be generative. */
+function checkTaskFields(pipeline: unknown, ctx: z.RefinementCtx): void {
+  if (pipeline === null || typeof pipeline !== 'object') return;
+  const { task, options, generative } = pipeline as Record<string, unknown>;
+  if (generative !== undefined && typeof task === 'string' && task !== 'textGeneration')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['generative'],
+      message:
+        'only textGeneration pipelines run on the generative engine; remove it or use task textGeneration',
+    });
+  const definition = typeof task === 'string' ? findTask(task) : undefined;
+  // An unknown task has no options to check against; its name is reported on its own.
+  if (definition === undefined || (options !== undefined && !isRecord(options))) return;
+  const checked = checkWithSchema(
+    definition.optionsSchema,
+    options ?? {},
+    `not an option of ${definition.task}`,
+  );
+  if (!checked.ok)
+    for (const problem of checked.problems)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['options', ...problem.path],
+        message: problem.message,
+      });
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const kafkaSourceSchema = z
   .object({
@@ -220,8 +267,8 @@ export const configSchema = z
       .record(name, pipelineSchema)
       .refine((p) => Object.keys(p).length > 0, 'at least one pipeline is needed'),
     routes: z.array(routeSchema).min(1),
-    shards: z.array(z.unknown()).default(['cpu']),
-    batching: z.record(z.string(), z.unknown()).optional(),
+    shards: z.array(shardSchema).default(['cpu']),
+    batching: batchingSchema.optional(),
     connections: z
       .object({
         kafka: kafkaConnectionSchema.optional(),

@@ -8,9 +8,8 @@ import { compileBatcherOptions, type BatcherOptions } from '../batching/batcher-
 import { ClosedError, ConfigError, UnknownPipelineError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { readModelConfig } from '../pipelines/model-config.ts';
-import { readSentenceTransformersConfig } from '../pipelines/sentence-transformers-config.ts';
 import type { ModelSpec } from '../pipelines/model-store.ts';
-import { isTaskName, TASK_NAMES } from '../pipelines/tasks.ts';
+import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
 import { TextTokenizer } from '../pipelines/text-tokenizer.ts';
 import type { PipelineDefinition } from '../workers/protocol.ts';
 import { Shard } from '../workers/shard.ts';
@@ -78,13 +77,10 @@ export class Engine {
     // One queue feeds every shard; a GPU among them wants the wide batches.
     const device = specs.some((spec) => spec.name !== 'cpu') ? 'gpu' : 'cpu';
     for (const [alias, pipeline] of Object.entries(options.pipelines)) {
-      if (!isTaskName(pipeline.task)) {
-        throw new ConfigError(
-          `pipelines.${alias}.task: unknown task '${pipeline.task}'; tasks: ${TASK_NAMES.join(', ')}`,
-          {
-            field: `pipelines.${alias}.task`,
-          },
-        );
+      if (findTask(pipeline.task) === undefined) {
+        throw new ConfigError(`pipelines.${alias}.task: ${unknownTaskMessage(pipeline.task)}`, {
+          field: `pipelines.${alias}.task`,
+        });
       }
       const model = options.models[pipeline.model];
       if (model === undefined) {
@@ -237,19 +233,15 @@ export class Engine {
   }
 }
 
-/**
- * The options inputs are priced with: a featureExtraction that leaves maxLength to the model
- * folder truncates at sentence-transformers' max_seq_length, and its inputs must be priced so.
- */
+/** The options inputs are priced with: the declared ones, plus what the task reads from the folder. */
 export async function costOptions(
   task: string,
   path: string,
   options: unknown,
 ): Promise<Record<string, unknown>> {
   const declared = (options ?? {}) as Record<string, unknown>;
-  if (task !== 'featureExtraction' || declared['maxLength'] !== undefined) return declared;
-  const st = await readSentenceTransformersConfig(resolve(path));
-  return st?.maxSeqLength === undefined ? declared : { ...declared, maxLength: st.maxSeqLength };
+  const settle = findTask(task)?.costOptions;
+  return settle === undefined ? declared : settle(declared, path);
 }
 
 async function loadTokenizer(path: string): Promise<TextTokenizer | undefined> {

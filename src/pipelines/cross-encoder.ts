@@ -7,6 +7,7 @@ import { parseWithSchema } from '../options/parse.ts';
 import { sigmoid } from './math.ts';
 import { classifierLogits } from './label-scores.ts';
 import type { LoadedModel } from './model-store.ts';
+import { isObject, UNIT_COST, type TaskDefinition } from './task-definition.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
 
 import type { TextInput, TextTokenizer } from './text-tokenizer.ts';
@@ -119,3 +120,38 @@ function assertInput(input: unknown, i: number): asserts input is CrossEncoderIn
       });
   });
 }
+
+export const crossEncoderTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: crossEncoderOptionsSchema,
+  create: (model, options) => new CrossEncoderPipeline(model, options as CrossEncoderOptions),
+  inputSchema(input, check) {
+    if (
+      isObject(input) &&
+      typeof input['query'] === 'string' &&
+      Array.isArray(input['documents']) &&
+      input['documents'].every((d) => typeof d === 'string')
+    ) {
+      check.text(input['query'], `${check.field}.query`);
+      const documents = input['documents'];
+      check.list(documents, `${check.field}.documents`);
+      documents.forEach((d, i) => check.text(d, `${check.field}.documents[${i}]`));
+      return;
+    }
+    check.fail('{query, documents: string[]}');
+  },
+  inputKind: 'text',
+  // One (query, document) row per document.
+  async cost(input, meter) {
+    if (
+      !isObject(input) ||
+      typeof input['query'] !== 'string' ||
+      !Array.isArray(input['documents'])
+    )
+      return UNIT_COST;
+    const query = input['query'];
+    const docs = input['documents'].filter((d): d is string => typeof d === 'string');
+    const lengths = await Promise.all(docs.map((d) => meter.length(query, d)));
+    return { tokens: Math.max(1, ...lengths), rows: Math.max(1, docs.length) };
+  },
+};

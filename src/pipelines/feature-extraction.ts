@@ -3,12 +3,15 @@
 // (max), the model's own pooled output, or no pooling at all. In a sentence-transformers folder
 // the defaults are the folder's own (sentence-transformers-config.ts), so that no options give
 // what `SentenceTransformer(folder).encode` gives.
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { InferenceError, ModelFolderError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { l2Normalize } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
+import { readSentenceTransformersConfig } from './sentence-transformers-config.ts';
+import { textInput, type TaskDefinition } from './task-definition.ts';
 import { floatOutput, textFeeds } from './tensors.ts';
 
 // pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
@@ -158,3 +161,23 @@ function settle(model: LoadedModel, options: Parsed): Settled {
     ...(maxLength !== undefined ? { maxLength } : {}),
   };
 }
+
+export const featureExtractionTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: featureExtractionOptionsSchema,
+  create: (model, options) =>
+    new FeatureExtractionPipeline(model, options as FeatureExtractionOptions),
+  ...textInput,
+  inputKind: 'text',
+  // Pricing must see the length the pipeline will run, or long inputs look several times their
+  // size and batches come out part full.
+  truncatesAt: (options) =>
+    typeof options['maxLength'] === 'number' ? options['maxLength'] : undefined,
+  // A pipeline that leaves maxLength to the folder truncates at sentence-transformers'
+  // max_seq_length, and its inputs must be priced so.
+  async costOptions(declared, folder) {
+    if (declared['maxLength'] !== undefined) return declared;
+    const st = await readSentenceTransformersConfig(resolve(folder));
+    return st?.maxSeqLength === undefined ? declared : { ...declared, maxLength: st.maxSeqLength };
+  },
+};

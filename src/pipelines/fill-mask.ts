@@ -9,6 +9,7 @@ import { softmax, topKIndices } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { floatOutput, textFeeds } from './tensors.ts';
+import { textInput, type TaskDefinition } from './task-definition.ts';
 import type { TextTokenizer } from './text-tokenizer.ts';
 
 export const fillMaskOptionsSchema = z
@@ -183,3 +184,11 @@ async function resolveTargets(
   }
   return { ids, warnings };
 }
+
+export const fillMaskTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: fillMaskOptionsSchema,
+  create: (model, options) => new FillMaskPipeline(model, options as FillMaskOptions),
+  ...textInput,
+  inputKind: 'text',
+};

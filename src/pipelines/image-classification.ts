@@ -21,6 +21,7 @@ import {
   type ScoreFunction,
 } from './label-scores.ts';
 import { row } from './tensors.ts';
+import { UNIT_COST, type TaskDefinition } from './task-definition.ts';
 
 export type { ImageInput } from './image-decode.ts';
 
@@ -89,3 +90,19 @@ export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelSc
     );
   }
 }
+
+export const imageClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: imageClassificationOptionsSchema,
+  create: (model, options) =>
+    new ImageClassificationPipeline(model, options as ImageClassificationOptions),
+  // The route reads and checks the image itself (src/stream/image-input.ts): its size is held to
+  // limits.maxImageBytes and maxImagePixels, not to the text limits.
+  inputSchema(input, check) {
+    if (typeof input !== 'string' && !(input instanceof Uint8Array))
+      check.fail("an image: base64 or a path (a string), or the record's bytes");
+  },
+  inputKind: 'image',
+  // Every image is resized to the model's input: one row of the same size.
+  cost: () => Promise.resolve(UNIT_COST),
+};

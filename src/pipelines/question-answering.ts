@@ -11,6 +11,7 @@ import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { bestSpans } from './qa-spans.ts';
 import { contextWindows } from './qa-windows.ts';
 import { floatOutput, row, textFeeds } from './tensors.ts';
+import { isObject, UNIT_COST, type TaskDefinition } from './task-definition.ts';
 import type { TextTokenizer, TokenizedText } from './text-tokenizer.ts';
 
 export const questionAnsweringOptionsSchema = z
@@ -184,3 +185,40 @@ function outputName(model: LoadedModel, name: string, position: number): string 
   }
   return fallback;
 }
+
+export const questionAnsweringTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: questionAnsweringOptionsSchema,
+  create: (model, options) =>
+    new QuestionAnsweringPipeline(model, options as QuestionAnsweringOptions),
+  inputSchema(input, check) {
+    if (
+      isObject(input) &&
+      typeof input['question'] === 'string' &&
+      typeof input['context'] === 'string'
+    ) {
+      check.text(input['question'], `${check.field}.question`);
+      return check.text(input['context'], `${check.field}.context`);
+    }
+    check.fail('{question, context} strings');
+  },
+  inputKind: 'text',
+  // A long context is cut into overlapping windows, each a row of the batch.
+  async cost(input, meter) {
+    if (
+      !isObject(input) ||
+      typeof input['question'] !== 'string' ||
+      typeof input['context'] !== 'string'
+    )
+      return UNIT_COST;
+    const [question, passage] = await Promise.all([
+      meter.length(input['question']),
+      meter.length(input['context']),
+    ]);
+    const window = Number(meter.options['maxSeqLength'] ?? meter.maxTokens);
+    const room = Math.max(1, window - question - 3);
+    const stride = Math.min(Number(meter.options['docStride'] ?? 128), Math.floor(window / 2));
+    const rows = passage <= room ? 1 : 1 + Math.ceil((passage - room) / Math.max(1, room - stride));
+    return { tokens: Math.min(question + passage + 3, window), rows };
+  },
+};

@@ -13,6 +13,7 @@ import {
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { row } from './tensors.ts';
+import { isObject, UNIT_COST, type TaskDefinition } from './task-definition.ts';
 import type { TextInput } from './text-tokenizer.ts';
 
 export const textClassificationOptionsSchema = z
@@ -70,3 +71,34 @@ function toTextInput(input: TextClassificationInput, index: number): TextInput {
     { field: `inputs[${index}]` },
   );
 }
+
+export const textClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: textClassificationOptionsSchema,
+  create: (model, options) =>
+    new TextClassificationPipeline(model, options as TextClassificationOptions),
+  inputSchema(input, check) {
+    if (typeof input === 'string') return check.text(input);
+    if (
+      isObject(input) &&
+      typeof input['text'] === 'string' &&
+      (input['textPair'] === undefined || typeof input['textPair'] === 'string')
+    ) {
+      check.text(input['text'], `${check.field}.text`);
+      if (typeof input['textPair'] === 'string')
+        check.text(input['textPair'], `${check.field}.textPair`);
+      return;
+    }
+    check.fail('a string or {text, textPair?}');
+  },
+  inputKind: 'text',
+  async cost(input, meter) {
+    if (typeof input === 'string') return { tokens: await meter.length(input), rows: 1 };
+    if (!isObject(input) || typeof input['text'] !== 'string') return UNIT_COST;
+    const pair =
+      typeof input['textPair'] === 'string' && input['textPair'] !== ''
+        ? input['textPair']
+        : undefined;
+    return { tokens: await meter.length(input['text'], pair), rows: 1 };
+  },
+};

@@ -5,6 +5,7 @@
 import { InputError } from '../errors.ts';
 import { ChatTemplate, type ChatMessage } from './chat-template.ts';
 import {
+  generationOptionsSchema,
   mergeOptions,
   parseGenerationOptions,
   readGenerationDefaults,
@@ -19,6 +20,7 @@ import type { LoadedModel } from './model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
 import type { TextTokenizer } from './text-tokenizer.ts';
+import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from './task-definition.ts';
 
 export type { ChatMessage } from './chat-template.ts';
 export type { GenerationOptions as TextGenerationOptions } from './generation-options.ts';
@@ -193,4 +195,30 @@ function toMessage(value: unknown, field: string): ChatMessage {
     if (typeof role === 'string' && typeof content === 'string') return { role, content };
   }
   throw new InputError(`${TASK}: ${field} must be {role: string, content: string}`, { field });
+}
+
+export const textGenerationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: generationOptionsSchema,
+  create: (model, options) => new TextGenerationPipeline(model, options as GenerationOptions),
+  inputSchema(input, check) {
+    if (typeof input === 'string') return check.text(input);
+    if (Array.isArray(input)) return checkMessages(input, check.field, check);
+    if (isObject(input) && Array.isArray(input['messages']))
+      return checkMessages(input['messages'], `${check.field}.messages`, check);
+    check.fail('a prompt string or chat messages');
+  },
+  inputKind: 'text',
+  async cost(input, meter) {
+    return typeof input === 'string' ? { tokens: await meter.length(input), rows: 1 } : UNIT_COST;
+  },
+};
+
+/** Chat messages: their number, and the length of every text content. */
+function checkMessages(messages: readonly unknown[], at: string, check: InputCheck): void {
+  check.list(messages, at);
+  messages.forEach((m, i) => {
+    if (isObject(m) && typeof m['content'] === 'string')
+      check.text(m['content'], `${at}[${i}].content`);
+  });
 }

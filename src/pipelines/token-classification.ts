@@ -8,6 +8,7 @@ import { softmax } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { row } from './tensors.ts';
+import { textInput, type TaskDefinition } from './task-definition.ts';
 import { labelOf, classifierLogits } from './label-scores.ts';
 import type { TextTokenizer, TokenizedText } from './text-tokenizer.ts';
 import {
@@ -113,3 +114,12 @@ export class TokenClassificationPipeline implements Pipeline<string, Entity[]> {
 function codePoints(text: string): number {
   return Array.from(text).length;
 }
+
+export const tokenClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: tokenClassificationOptionsSchema,
+  create: (model, options) =>
+    new TokenClassificationPipeline(model, options as TokenClassificationOptions),
+  ...textInput,
+  inputKind: 'text',
+};

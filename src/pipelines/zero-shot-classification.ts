@@ -9,6 +9,7 @@ import { classifierLogits } from './label-scores.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from './pipeline.ts';
 import { row } from './tensors.ts';
+import { textInput, type TaskDefinition } from './task-definition.ts';
 import type { TextTokenizer, TokenizedText } from './text-tokenizer.ts';
 
 export const zeroShotClassificationOptionsSchema = z
@@ -20,7 +21,39 @@ export const zeroShotClassificationOptionsSchema = z
     /** false: scores are a softmax across labels (sum to 1); true: each label on its own. */
     multiLabel: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  // Checked here rather than when the model loads, so that validate-config finds them too.
+  .superRefine((options, ctx) => {
+    const [first] = labelsOf(options.candidateLabels);
+    if (first === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['candidateLabels'],
+        message: `${TASK}: candidateLabels must name at least one label`,
+      });
+      return;
+    }
+    const template = options.hypothesisTemplate;
+    let problem: string | undefined;
+    try {
+      if (pythonFormat(template, first) === template)
+        problem = `${TASK}: hypothesisTemplate "${template}" has no {} where the label should go`;
+    } catch (err) {
+      problem = err instanceof Error ? err.message : String(err);
+    }
+    if (problem !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['hypothesisTemplate'], message: problem });
+  });
+
+/** A string is split on commas, as Python does; blank labels are dropped. */
+function labelsOf(candidateLabels: string | string[]): string[] {
+  return typeof candidateLabels === 'string'
+    ? candidateLabels
+        .split(',')
+        .map((label) => label.trim())
+        .filter((label) => label !== '')
+    : candidateLabels;
+}
 
 export type ZeroShotClassificationOptions = z.input<typeof zeroShotClassificationOptionsSchema>;
 
@@ -46,27 +79,9 @@ export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShot
     this.model = model;
     const parsed = parseWithSchema(zeroShotClassificationOptionsSchema, options, 'options');
     this.tokenizer = requireTokenizer(model, TASK);
-    this.labels =
-      typeof parsed.candidateLabels === 'string'
-        ? parsed.candidateLabels
-            .split(',')
-            .map((label) => label.trim())
-            .filter((label) => label !== '')
-        : parsed.candidateLabels;
-    const first = this.labels[0];
-    if (first === undefined) {
-      throw new ConfigError(`${TASK}: candidateLabels must name at least one label`, {
-        field: 'options.candidateLabels',
-      });
-    }
-    const template = parsed.hypothesisTemplate;
-    if (pythonFormat(template, first) === template) {
-      throw new ConfigError(
-        `${TASK}: hypothesisTemplate "${template}" has no {} where the label should go`,
-        { field: 'options.hypothesisTemplate' },
-      );
-    }
-    this.hypotheses = this.labels.map((label) => pythonFormat(template, label));
+    // The schema made sure there is a label and the template has a place for it.
+    this.labels = labelsOf(parsed.candidateLabels);
+    this.hypotheses = this.labels.map((label) => pythonFormat(parsed.hypothesisTemplate, label));
     this.multiLabel = parsed.multiLabel;
     this.entailmentId = entailmentIdOf(model);
   }
@@ -171,3 +186,26 @@ export function pythonFormat(template: string, label: string): string {
     );
   });
 }
+
+export const zeroShotClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: zeroShotClassificationOptionsSchema,
+  create: (model, options) =>
+    new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
+  inputSchema: textInput.inputSchema,
+  inputKind: 'text',
+  async cost(input, meter) {
+    if (typeof input !== 'string') return textInput.cost(input, meter);
+    // One premise/hypothesis row per label; the hypothesis adds a handful of tokens to each.
+    const labels = meter.options['candidateLabels'];
+    const rows = Array.isArray(labels)
+      ? labels.length
+      : typeof labels === 'string'
+        ? labels.split(',').length
+        : 1;
+    return {
+      tokens: Math.min((await meter.length(input)) + 8, meter.maxTokens),
+      rows: Math.max(rows, 1),
+    };
+  },
+};

@@ -10,8 +10,8 @@ import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import { deadLetter, type Stage } from './dead-letter.ts';
 import { getPath } from './field-path.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
-import { IMAGE_TASKS } from './image-tasks.ts';
 import { checkInputShape } from './input-shape.ts';
+import { readsImages } from '../pipelines/registry.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
@@ -61,7 +61,7 @@ export class RecordProcessor {
     this.task = task;
     this.limits = limits;
     this.submit = submit;
-    this.images = IMAGE_TASKS.has(task)
+    this.images = readsImages(task)
       ? new ImageInputs({
           from: route.input.images?.from ?? 'base64',
           root: route.input.images?.root,

@@ -87,9 +87,9 @@ export class StreamWorker {
       engine = needsBatchEngine
         ? await Engine.start({
             models,
-            // Batching and shard options are validated field by field when the engine starts.
+            // Validated with the config; the engine compiles them again, as it does for any caller.
             pipelines: batchPipelines as EngineOptions['pipelines'],
-            shards: config.shards as EngineOptions['shards'] & object,
+            shards: config.shards,
             ...(config.batching !== undefined ? { batching: config.batching } : {}),
             logger,
             ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),

@@ -4,26 +4,43 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { parseWithSchema } from '../options/parse.ts';
+import { didYouMean } from '../options/suggest.ts';
 import type { ExecutionProvider } from '../pipelines/runtime-options.ts';
 
-const shardSchema = z.union([
-  z.literal('cpu'),
-  z.string().regex(/^cuda:\d+$/, "a shard is 'cpu', 'cuda:<device id>' or an object"),
-  z
-    .object({
-      device: z.literal('cpu'),
-      threads: z.number().int().min(1).optional(),
-      intraOpThreads: z.number().int().min(1).optional(),
-    })
-    .strict(),
-  z
-    .object({
-      device: z.literal('cuda'),
-      deviceId: z.number().int().min(0),
-      threads: z.number().int().min(1).optional(),
-    })
-    .strict(),
-]);
+const SHARD_FORMS =
+  "'cpu', 'cuda:<device id>', {device: cpu, threads?, intraOpThreads?} or {device: cuda, deviceId, threads?}";
+
+/** 'cpu' or 'cuda:<id>'; a GPU named the way other tools name it is pointed at its CUDA name. */
+const shardName = z.string().superRefine((name, ctx) => {
+  if (name === 'cpu' || /^cuda:\d+$/.test(name)) return;
+  const gpu = /^(?:gpu|cuda|device)[:\s_-]*(\d*)$/i.exec(name);
+  const hint = gpu !== null ? `; did you mean 'cuda:${gpu[1] || '0'}'?` : didYouMean(name, ['cpu']);
+  ctx.addIssue({
+    code: 'custom',
+    message: `'${name}' is not a shard${hint === '' ? `; a shard is ${SHARD_FORMS}` : hint}`,
+  });
+});
+
+export const shardSchema = z.union(
+  [
+    shardName,
+    z
+      .object({
+        device: z.literal('cpu'),
+        threads: z.number().int().min(1).optional(),
+        intraOpThreads: z.number().int().min(1).optional(),
+      })
+      .strict(),
+    z
+      .object({
+        device: z.literal('cuda'),
+        deviceId: z.number().int().min(0),
+        threads: z.number().int().min(1).optional(),
+      })
+      .strict(),
+  ],
+  { error: `a shard is ${SHARD_FORMS}` },
+);
 
 export type ShardOption = z.input<typeof shardSchema>;
 

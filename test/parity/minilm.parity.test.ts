@@ -11,7 +11,7 @@ import {
 } from '../../src/pipelines/feature-extraction.ts';
 import { ModelStore } from '../../src/pipelines/model-store.ts';
 import type { Pipeline } from '../../src/pipelines/pipeline.ts';
-import { createPipeline } from '../../src/pipelines/tasks.ts';
+import { createPipeline } from '../../src/pipelines/registry.ts';
 import { compareDeep } from './compare.ts';
 import { cpuKernelFeatures, sameFeatures } from './cpu-features.ts';
 import type { GoldenCase, Goldens } from './goldens.ts';

@@ -80,8 +80,8 @@ describe('cuda shards', () => {
     const unknown = configError(() =>
       compileShard({ device: 'cuda', deviceId: 0, thread: 2 } as never, 'shards[0]'),
     );
-    expect(unknown.field).toBe('shards[0]');
-    expect(unknown.message).toMatch(/"thread"/);
+    expect(unknown.field).toBe('shards[0].thread');
+    expect(unknown.message).toMatch(/shards\[0\]\.thread: unknown key; did you mean 'threads'\?/);
     expect(configError(() => compileShard('gpu', 'shards[1]')).field).toBe('shards[1]');
   });
 });

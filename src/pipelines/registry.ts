@@ -1,0 +1,74 @@
+// The only list of tasks. A task is one file exporting its TaskDefinition (task-definition.ts)
+// and one line here; the config schema, the route's input check, the engine's batch pricing and
+// the pipeline factory all ask this registry (docs/pipelines.md#adding-a-pipeline).
+import { ConfigError } from '../errors.ts';
+import { crossEncoderTask } from './cross-encoder.ts';
+import { featureExtractionTask } from './feature-extraction.ts';
+import { fillMaskTask } from './fill-mask.ts';
+import { imageClassificationTask } from './image-classification.ts';
+import type { LoadedModel } from './model-store.ts';
+import type { Pipeline } from './pipeline.ts';
+import { questionAnsweringTask } from './question-answering.ts';
+import { batchSafe } from './row-by-row.ts';
+import { didYouMean } from '../options/suggest.ts';
+import type { TaskDefinition } from './task-definition.ts';
+import { textClassificationTask } from './text-classification.ts';
+import { textGenerationTask } from './text-generation.ts';
+import { tokenClassificationTask } from './token-classification.ts';
+import { zeroShotClassificationTask } from './zero-shot-classification.ts';
+
+const TASKS = [
+  featureExtractionTask,
+  textClassificationTask,
+  tokenClassificationTask,
+  zeroShotClassificationTask,
+  crossEncoderTask,
+  questionAnsweringTask,
+  fillMaskTask,
+  textGenerationTask,
+  imageClassificationTask,
+] as const satisfies readonly TaskDefinition[];
+
+const byName = new Map<string, TaskDefinition>(
+  TASKS.map((definition) => [definition.task, definition]),
+);
+
+export const TASK_NAMES: readonly string[] = TASKS.map((definition) => definition.task);
+
+export function isTaskName(name: string): boolean {
+  return byName.has(name);
+}
+
+/** The task's definition, or undefined for a name no task has. */
+export function findTask(name: string): TaskDefinition | undefined {
+  return byName.get(name);
+}
+
+/** `unknown task 'x'; did you mean 'y'? tasks: ...`: the message for a name no task has. */
+export function unknownTaskMessage(name: string): string {
+  const tasks = TASK_NAMES.join(', ');
+  const hint = didYouMean(name, TASK_NAMES);
+  return hint === ''
+    ? `unknown task '${name}'; tasks: ${tasks}`
+    : `unknown task '${name}'${hint} (tasks: ${tasks})`;
+}
+
+/** The task's definition; a ConfigError naming the tasks for a name no task has. */
+export function taskDefinition(name: string, field = 'task'): TaskDefinition {
+  const definition = byName.get(name);
+  if (definition === undefined) throw new ConfigError(unknownTaskMessage(name), { field });
+  return definition;
+}
+
+/** Tasks whose input a route reads as an image (docs/security.md#image-inputs). */
+export function readsImages(task: string): boolean {
+  return byName.get(task)?.inputKind === 'image';
+}
+
+export function createPipeline(
+  task: string,
+  model: LoadedModel,
+  options: unknown = {},
+): Pipeline<unknown, unknown> {
+  return batchSafe(taskDefinition(task).create(model, options ?? {}));
+}

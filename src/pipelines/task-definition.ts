@@ -1,0 +1,74 @@
+// What the worker knows about a task, in one object per task file: its options, the pipeline it
+// builds, the input a record must carry, and how much of a batch that input takes. The registry
+// (registry.ts) lists the definitions; the config schema, the route's input check, the engine's
+// batch pricing and the pipeline factory all look tasks up there.
+import type { z } from 'zod';
+import type { LoadedModel } from './model-store.ts';
+import type { Pipeline } from './pipeline.ts';
+
+/** The route's side of an input check: the record's limits and how to refuse it. */
+export interface InputCheck {
+  /** How messages name the input: `'text'` (a JSON field) or `the record`. */
+  readonly field: string;
+  /** Refuses the input: `<field> must be <expected> for <task>, got <what it is>`. */
+  fail(expected: string): never;
+  /** Holds a text to limits.maxTextLength; `at` names it in the message (default: the field). */
+  text(value: string, at?: string): void;
+  /** Holds a list to limits.maxListItems. */
+  list(values: readonly unknown[], at: string): void;
+}
+
+/** The engine's side of pricing an input. */
+export interface CostMeter {
+  /** Tokens of a text, or of a text pair, as the batching's pricing counts them, capped at the model's length. */
+  length(text: string, pair?: string): Promise<number>;
+  /** The longest row the model runs, in tokens. */
+  readonly maxTokens: number;
+  /** The pipeline's options as declared (plus what costOptions added). */
+  readonly options: Record<string, unknown>;
+}
+
+export interface InputCost {
+  /** Tokens of the input's longest row. */
+  tokens: number;
+  /** Rows the input makes in a batch. */
+  rows: number;
+}
+
+export interface TaskDefinition {
+  /** The name configs and the library API use. */
+  readonly task: string;
+  /** Validated when the config is loaded and again by the pipeline it configures. */
+  readonly optionsSchema: z.ZodType;
+  /** Builds the pipeline on an inference thread; the options are those optionsSchema accepts. */
+  readonly create: (model: LoadedModel, options: unknown) => Pipeline<unknown, unknown>;
+  /** What a record must hold, checked before it joins a batch so it cannot fail its batch mates. */
+  readonly inputSchema: (input: unknown, check: InputCheck) => void;
+  /** 'image': a route reads the input as an image's bytes (docs/security.md#image-inputs). */
+  readonly inputKind: 'text' | 'image';
+  /** How much of a batch an input takes; asked only of models with a tokenizer. */
+  readonly cost: (input: unknown, meter: CostMeter) => Promise<InputCost>;
+  /** Where the pipeline truncates below the tokenizer's limit, by its options. */
+  readonly truncatesAt?: (options: Record<string, unknown>) => number | undefined;
+  /** Options the model folder settles that the pricing must see (featureExtraction's max_seq_length). */
+  readonly costOptions?: (
+    declared: Record<string, unknown>,
+    folder: string,
+  ) => Promise<Record<string, unknown>>;
+}
+
+/** An input that takes one row of one token: no tokenizer, or a shape the pipeline will refuse. */
+export const UNIT_COST: InputCost = { tokens: 1, rows: 1 };
+
+/** One string per record, priced by its tokens. */
+export const textInput = {
+  inputSchema: (input: unknown, check: InputCheck): void => {
+    if (typeof input !== 'string') check.fail('a string');
+    check.text(input);
+  },
+  cost: async (input: unknown, meter: CostMeter): Promise<InputCost> =>
+    typeof input === 'string' ? { tokens: await meter.length(input), rows: 1 } : UNIT_COST,
+} satisfies Pick<TaskDefinition, 'inputSchema' | 'cost'>;
+
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
