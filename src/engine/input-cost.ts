@@ -25,6 +25,21 @@ export function estimateTokens(text: string, pair?: string): number {
   return Math.ceil(characters / 4) + (pair === undefined ? 2 : 3);
 }
 
+/** Characters per token a prefix is given: well above English's ~4.5, so it rarely falls short. */
+const PREFIX_CHARACTERS_PER_TOKEN = 8;
+
+/**
+ * The text cut at a whitespace at most `characters` in, or undefined when the text is no longer.
+ * Tokenizers split words at whitespace before anything else, so the cut prefix's tokens are
+ * exactly the first tokens of the whole text: if the prefix alone reaches the cap, so does the
+ * text, and the rest need never be tokenized.
+ */
+export function wordPrefix(text: string, characters: number): string | undefined {
+  if (!Number.isFinite(characters) || text.length <= characters) return undefined;
+  const cut = text.lastIndexOf(' ', characters);
+  return cut > 0 ? text.slice(0, cut) : undefined;
+}
+
 export async function inputCost(input: unknown, context: CostContext): Promise<InputCost> {
   const { tokenizer } = context;
   const definition = findTask(context.task);
@@ -38,10 +53,15 @@ export async function inputCost(input: unknown, context: CostContext): Promise<I
     options: context.options,
     async length(text, pair) {
       if (context.pricing === 'characters') return Math.min(estimateTokens(text, pair), max);
-      const [encoded] = await tokenizer.encode([pair === undefined ? text : [text, pair]], {
-        truncation: false,
-      });
-      return Math.min(encoded?.ids.length ?? 1, max);
+      const count = async (t: string): Promise<number> => {
+        const [encoded] = await tokenizer.encode([pair === undefined ? t : [t, pair]], {
+          truncation: false,
+        });
+        return encoded?.ids.length ?? 1;
+      };
+      const prefix = wordPrefix(text, max * PREFIX_CHARACTERS_PER_TOKEN);
+      if (prefix !== undefined && (await count(prefix)) >= max) return max;
+      return Math.min(await count(text), max);
     },
   };
   return definition.cost(input, meter);

@@ -1,0 +1,76 @@
+// npm run bench:pricing — what pricing an input costs the main process, side by side on the same
+// texts: the full untruncated tokenization (the engine's pricing before prefixes), token pricing
+// as it is now (a word-aligned prefix settles texts past the cap), and the characters estimate.
+// Each is timed one text at a time (a record's own cost) and all at once (a burst of submissions);
+// the best of --rounds counts. Options: --texts N (2000), --rounds N (3), --max-length N (256).
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { inputCost, type CostContext } from '../src/engine/input-cost.ts';
+import { TextTokenizer } from '../src/pipelines/text-tokenizer.ts';
+import { loadTexts } from './lib/corpus.ts';
+import { round } from './lib/stats.ts';
+
+const { values } = parseArgs({
+  options: {
+    texts: { type: 'string', default: '2000' },
+    rounds: { type: 'string', default: '3' },
+    'max-length': { type: 'string', default: '256' },
+    model: { type: 'string', default: 'models/all-MiniLM-L6-v2-int8' },
+  },
+});
+const texts = loadTexts(Number(values.texts));
+const tokenizer = await TextTokenizer.load(values.model);
+const maxLength = Number(values['max-length']);
+const context = (pricing: 'tokens' | 'characters'): CostContext => ({
+  task: 'featureExtraction',
+  tokenizer,
+  options: { maxLength },
+  pricing,
+});
+
+type Price = (text: string) => Promise<number>;
+const contenders: Record<string, Price> = {
+  full: async (text) => {
+    const [encoded] = await tokenizer.encode([text], { truncation: false });
+    return Math.min(encoded?.ids.length ?? 1, maxLength);
+  },
+  prefix: async (text) => (await inputCost(text, context('tokens'))).tokens,
+  characters: async (text) => (await inputCost(text, context('characters'))).tokens,
+};
+
+async function rate(price: Price, burst: boolean): Promise<number> {
+  let best = Infinity;
+  for (let r = 0; r < Number(values.rounds); r += 1) {
+    const started = performance.now();
+    if (burst) await Promise.all(texts.map(price));
+    else for (const text of texts) await price(text);
+    best = Math.min(best, (performance.now() - started) / 1000);
+  }
+  return texts.length / best;
+}
+
+// The prices themselves: token pricing must not change a single one.
+let mismatches = 0;
+for (const text of texts)
+  if ((await contenders['full']!(text)) !== (await contenders['prefix']!(text))) mismatches += 1;
+
+const oneByOne: Record<string, number> = {};
+const allAtOnce: Record<string, number> = {};
+for (const [name, price] of Object.entries(contenders)) {
+  oneByOne[name] = round(await rate(price, false), 1);
+  allAtOnce[name] = round(await rate(price, true), 1);
+  process.stderr.write(`${name}: ${oneByOne[name]} rec/s one by one, ${allAtOnce[name]} at once\n`);
+}
+process.stdout.write(
+  `${JSON.stringify({
+    bench: 'pricing',
+    texts: texts.length,
+    maxLength,
+    ratios: {
+      prefix_vs_full: round((allAtOnce['prefix'] ?? 0) / (allAtOnce['full'] ?? 1)),
+      prefix_vs_full_one_by_one: round((oneByOne['prefix'] ?? 0) / (oneByOne['full'] ?? 1)),
+    },
+    records_per_s: { one_by_one: oneByOne, all_at_once: allAtOnce },
+    price_mismatches: mismatches,
+  })}\n`,
+);
