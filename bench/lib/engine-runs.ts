@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import type { DispatchStats } from '../../src/engine/dispatcher.ts';
 import { Engine, type EnginePipeline } from '../../src/engine/engine.ts';
+import type { RuntimeOptions } from '../../src/pipelines/runtime-options.ts';
 import type { ShardOption } from '../../src/workers/shard-spec.ts';
 import { percentile } from './stats.ts';
 
@@ -18,9 +19,10 @@ export async function startEngine(
   pipeline: Omit<EnginePipeline, 'model'>,
   batching?: BatcherOptions,
   shards?: ShardOption[],
+  runtime?: RuntimeOptions,
 ): Promise<Engine> {
   return Engine.start({
-    models: { model: { path: modelPath } },
+    models: { model: { path: modelPath, ...(runtime !== undefined ? { runtime } : {}) } },
     pipelines: { bench: { ...pipeline, model: 'model' } },
     ...(batching !== undefined ? { batching } : {}),
     ...(shards !== undefined ? { shards } : {}),

@@ -24,6 +24,11 @@ export const runtimeOptionsSchema = z
     graphOptimizationLevel: z.enum(['disabled', 'basic', 'extended', 'all']).default('all'),
     cpuMemArena: z.boolean().default(true),
     memPattern: z.boolean().default(true),
+    /**
+     * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
+     * beside the originals; false sets the session config entry `session.disable_prepacking`.
+     */
+    prepacking: z.boolean().default(true),
     executionProviders: z.array(providerSchema).min(1).default(['cpu']),
   })
   .strict();
@@ -52,6 +57,8 @@ export function toSessionOptions(options: CompiledRuntimeOptions): InferenceSess
     graphOptimizationLevel: options.graphOptimizationLevel,
     enableCpuMemArena: options.cpuMemArena,
     enableMemPattern: options.memPattern,
+    // onnxruntime-node passes `extra` to AddConfigEntry, nested keys joined with dots.
+    ...(options.prepacking ? {} : { extra: { session: { disable_prepacking: '1' } } }),
     executionProviders: options.executionProviders.map((p) =>
       typeof p === 'string' ? p : { ...p },
     ),

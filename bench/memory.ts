@@ -1,0 +1,281 @@
+// npm run bench:memory — peak resident memory of a CPU shard per session layout, each layout in a
+// child process of its own so that one layout's pages never count in another's peak. Layouts:
+// ours at the default (one single-threaded worker per core, arena and prepacking on), ours with
+// the memory arena off, ours with prepacking off, ours as one worker with every core as intra-op
+// threads, ours on a copy of the model whose weights sit in an external data file (ONNX Runtime
+// maps it instead of copying it; staged once under .cache/bench/memory), and the raw contender
+// (bare ONNX Runtime sessions on pre-tokenized ids, same thread splits). Records/s comes along as a sanity check that a smaller layout is not a slower one:
+// every pass runs every layout, passes alternate the order, and the best pass counts.
+// Options: --models DIR,... (fp32 and int8 MiniLM), --texts N (128), --rounds N (2 timed rounds
+// per child, after one warm round), --passes N (2). Internal: --child JSON runs one layout.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { InferenceSession } from 'onnxruntime-node';
+import type { RuntimeOptions } from '../src/pipelines/runtime-options.ts';
+import { isBatchInvariant } from '../src/pipelines/batch-invariance.ts';
+import { TextTokenizer } from '../src/pipelines/text-tokenizer.ts';
+import { EMBEDDING } from './lib/contenders.ts';
+import { loadTexts } from './lib/corpus.ts';
+import { allAtOnce, startEngine } from './lib/engine-runs.ts';
+import { RawPool, cutBatches, type BatchPolicy } from './lib/raw-pool.ts';
+import { round } from './lib/stats.ts';
+
+interface Layout {
+  name: string;
+  contender: 'ours' | 'raw';
+  workers: number;
+  intraOpThreads: number;
+  runtime?: RuntimeOptions;
+  /** Run on the external-data copy of the model folder. */
+  externalData?: boolean;
+}
+
+interface ChildJob {
+  layout: Layout;
+  model: string;
+  texts: number;
+  rounds: number;
+}
+
+interface ChildResult {
+  /** Resident memory once every session is loaded, before the first record. */
+  loadedMiB: number;
+  peakMiB: number;
+  recordsPerSecond: number;
+}
+
+const { values } = parseArgs({
+  options: {
+    models: {
+      type: 'string',
+      default: '.cache/models/all-MiniLM-L6-v2,models/all-MiniLM-L6-v2-int8',
+    },
+    texts: { type: 'string', default: '128' },
+    rounds: { type: 'string', default: '2' },
+    passes: { type: 'string', default: '2' },
+    child: { type: 'string' },
+  },
+});
+
+if (values.child !== undefined) {
+  const result = await runChild(JSON.parse(values.child) as ChildJob);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  // Worker threads and native pools are closed, but exit at once rather than wait on stragglers.
+  process.exit(0);
+}
+
+const cores = availableParallelism();
+const layouts: Layout[] = [
+  { name: 'default', contender: 'ours', workers: cores, intraOpThreads: 1 },
+  {
+    name: 'arena_off',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { cpuMemArena: false },
+  },
+  {
+    name: 'prepacking_off',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { prepacking: false },
+  },
+  {
+    name: 'arena_and_prepacking_off',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { cpuMemArena: false, prepacking: false },
+  },
+  { name: `one_worker_x${cores}`, contender: 'ours', workers: 1, intraOpThreads: cores },
+  {
+    name: 'external_data',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    externalData: true,
+  },
+  { name: 'raw', contender: 'raw', workers: cores, intraOpThreads: 1 },
+  { name: `raw_one_worker_x${cores}`, contender: 'raw', workers: 1, intraOpThreads: cores },
+];
+
+const models = values.models.split(',');
+const staged = new Map<string, string>();
+for (const model of models) staged.set(model, await stageExternalData(model));
+const loaded: Record<string, Record<string, number>> = {};
+const peak: Record<string, Record<string, number>> = {};
+const speed: Record<string, Record<string, number>> = {};
+for (let pass = 0; pass < Number(values.passes); pass += 1) {
+  const order = pass % 2 === 0 ? layouts : [...layouts].reverse();
+  for (const model of models) {
+    const label = modelLabel(model);
+    loaded[label] ??= {};
+    peak[label] ??= {};
+    speed[label] ??= {};
+    for (const layout of order) {
+      const job: ChildJob = {
+        layout,
+        model: layout.externalData === true ? (staged.get(model) ?? model) : model,
+        texts: Number(values.texts),
+        rounds: Number(values.rounds),
+      };
+      const result = runInChild(job);
+      const loads = loaded[label];
+      loads[layout.name] = Math.max(loads[layout.name] ?? 0, result.loadedMiB);
+      const peaks = peak[label];
+      const speeds = speed[label];
+      peaks[layout.name] = Math.max(peaks[layout.name] ?? 0, result.peakMiB);
+      speeds[layout.name] = Math.max(speeds[layout.name] ?? 0, result.recordsPerSecond);
+      process.stderr.write(
+        `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded, ` +
+          `${result.peakMiB} MiB peak, ` +
+          `${result.recordsPerSecond} records/s\n`,
+      );
+    }
+  }
+}
+
+const speedVsDefault: Record<string, Record<string, number>> = {};
+for (const [label, speeds] of Object.entries(speed)) {
+  const base = speeds['default'] ?? 1;
+  speedVsDefault[label] = Object.fromEntries(
+    Object.entries(speeds).map(([name, rate]) => [name, round(rate / base)]),
+  );
+}
+// The benchmark's model (bench:throughput's embedding task) at the default thread split.
+const benchModel = modelLabel(EMBEDDING.modelFolder);
+const benchPeaks = peak[benchModel] ?? peak[modelLabel(models[0] ?? '')] ?? {};
+process.stdout.write(
+  `${JSON.stringify({
+    bench: 'memory',
+    cores,
+    texts: Number(values.texts),
+    rss_mib: {
+      ours: benchPeaks['default'],
+      raw: benchPeaks['raw'],
+      by_layout: peak,
+    },
+    ratios: {
+      ours_vs_raw_rss: round((benchPeaks['default'] ?? 0) / (benchPeaks['raw'] ?? 1)),
+      speed_vs_default: speedVsDefault,
+    },
+    records_per_s: speed,
+    loaded_mib: loaded,
+  })}\n`,
+);
+
+function modelLabel(folder: string): string {
+  return folder.split('/').filter(Boolean).at(-1) ?? folder;
+}
+
+/**
+ * A copy of the model folder whose .onnx keeps the graph and moves every initializer of 1 KiB or
+ * more to model.onnx.data, written by ONNX Runtime itself with graph optimization off (so the
+ * graph is the original one); the other files are linked. Made once, reused after.
+ */
+async function stageExternalData(folder: string): Promise<string> {
+  const target = join('.cache', 'bench', 'memory', `${modelLabel(folder)}-external-data`);
+  if (existsSync(join(target, 'model.onnx.data'))) return target;
+  mkdirSync(target, { recursive: true });
+  for (const name of readdirSync(folder))
+    if (!name.endsWith('.onnx') && !existsSync(join(target, name)))
+      symlinkSync(resolve(folder, name), join(target, name));
+  const session = await InferenceSession.create(join(folder, 'model.onnx'), {
+    graphOptimizationLevel: 'disabled',
+    optimizedModelFilePath: join(target, 'model.onnx'),
+    extra: {
+      session: {
+        optimized_model_external_initializers_file_name: 'model.onnx.data',
+        optimized_model_external_initializers_min_size_in_bytes: '1024',
+      },
+    },
+  });
+  await session.release();
+  return target;
+}
+
+function runInChild(job: ChildJob): ChildResult {
+  const stdout = execFileSync(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--child', JSON.stringify(job)],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
+  );
+  const last = stdout.trim().split('\n').at(-1) ?? '{}';
+  return JSON.parse(last) as ChildResult;
+}
+
+/** The process's high-water mark of resident memory (VmHWM), in MiB. */
+function peakResidentMiB(): number {
+  const kib = statusKiB('VmHWM');
+  // Outside Linux, resourceUsage's maxRSS (KiB on every platform Node documents) is the same.
+  return round((kib ?? process.resourceUsage().maxRSS) / 1024, 1);
+}
+
+function residentMiB(): number {
+  return round((statusKiB('VmRSS') ?? process.memoryUsage.rss() / 1024) / 1024, 1);
+}
+
+function statusKiB(field: string): number | undefined {
+  if (!existsSync('/proc/self/status')) return undefined;
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const kib = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1];
+  return kib === undefined ? undefined : Number(kib);
+}
+
+async function runChild(job: ChildJob): Promise<ChildResult> {
+  const texts = loadTexts(job.texts);
+  const { layout } = job;
+  let best = 0;
+  let loadedMiB = 0;
+  if (layout.contender === 'ours') {
+    const engine = await startEngine(
+      job.model,
+      EMBEDDING.pipeline,
+      undefined,
+      [{ device: 'cpu', threads: layout.workers, intraOpThreads: layout.intraOpThreads }],
+      layout.runtime,
+    );
+    loadedMiB = residentMiB();
+    try {
+      await allAtOnce(engine, texts);
+      for (let r = 0; r < job.rounds; r += 1)
+        best = Math.max(best, (await allAtOnce(engine, texts)).recordsPerSecond);
+    } finally {
+      await engine.close();
+    }
+  } else {
+    const onnxPath = join(job.model, 'model.onnx');
+    const tokenizer = await TextTokenizer.load(job.model);
+    const encoded = await tokenizer.encode(texts, {
+      truncation: 'longest_first',
+      maxLength: EMBEDDING.maxLength,
+    });
+    // Dynamically quantized models run one row per call in our engine; the raw pool matches it.
+    const policy: BatchPolicy = (await isBatchInvariant(onnxPath))
+      ? { kind: 'tokens', budget: 512, maxRows: 32 }
+      : { kind: 'rows', size: 1 };
+    const batches = cutBatches(
+      encoded.map((e) => e.ids),
+      policy,
+    );
+    const pool = await RawPool.start(onnxPath, layout.workers, layout.intraOpThreads);
+    loadedMiB = residentMiB();
+    try {
+      await pool.run(batches);
+      for (let r = 0; r < job.rounds; r += 1) {
+        const started = performance.now();
+        await pool.run(batches);
+        best = Math.max(best, texts.length / ((performance.now() - started) / 1000));
+      }
+    } finally {
+      await pool.close();
+    }
+  }
+  return { loadedMiB, peakMiB: peakResidentMiB(), recordsPerSecond: round(best, 1) };
+}
