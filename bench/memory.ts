@@ -46,6 +46,11 @@ interface ChildResult {
   /** Resident memory once every session is loaded, before the first record. */
   loadedMiB: number;
   peakMiB: number;
+  /**
+   * Proportional set size after the timed rounds (the arena never shrinks, so this is near the
+   * peak): a file page that two sessions map counts once here, twice in VmRSS and VmHWM.
+   */
+  endPssMiB: number;
   recordsPerSecond: number;
 }
 
@@ -110,6 +115,7 @@ const staged = new Map<string, string>();
 for (const model of models) staged.set(model, await stageExternalData(model));
 const loaded: Record<string, Record<string, number>> = {};
 const peak: Record<string, Record<string, number>> = {};
+const pss: Record<string, Record<string, number>> = {};
 const speed: Record<string, Record<string, number>> = {};
 for (let pass = 0; pass < Number(values.passes); pass += 1) {
   const order = pass % 2 === 0 ? layouts : [...layouts].reverse();
@@ -117,6 +123,7 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
     const label = modelLabel(model);
     loaded[label] ??= {};
     peak[label] ??= {};
+    pss[label] ??= {};
     speed[label] ??= {};
     for (const layout of order) {
       const job: ChildJob = {
@@ -128,13 +135,15 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
       const result = runInChild(job);
       const loads = loaded[label];
       loads[layout.name] = Math.max(loads[layout.name] ?? 0, result.loadedMiB);
+      const ends = pss[label];
+      ends[layout.name] = Math.max(ends[layout.name] ?? 0, result.endPssMiB);
       const peaks = peak[label];
       const speeds = speed[label];
       peaks[layout.name] = Math.max(peaks[layout.name] ?? 0, result.peakMiB);
       speeds[layout.name] = Math.max(speeds[layout.name] ?? 0, result.recordsPerSecond);
       process.stderr.write(
         `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded, ` +
-          `${result.peakMiB} MiB peak, ` +
+          `${result.peakMiB} MiB peak, ${result.endPssMiB} MiB PSS at the end, ` +
           `${result.recordsPerSecond} records/s\n`,
       );
     }
@@ -167,6 +176,7 @@ process.stdout.write(
     },
     records_per_s: speed,
     loaded_mib: loaded,
+    end_pss_mib: pss,
   })}\n`,
 );
 
@@ -221,9 +231,14 @@ function residentMiB(): number {
   return round((statusKiB('VmRSS') ?? process.memoryUsage.rss() / 1024) / 1024, 1);
 }
 
-function statusKiB(field: string): number | undefined {
-  if (!existsSync('/proc/self/status')) return undefined;
-  const status = readFileSync('/proc/self/status', 'utf8');
+/** 0 where /proc/self/smaps_rollup is missing (outside Linux). */
+function proportionalMiB(): number {
+  return round((statusKiB('Pss', '/proc/self/smaps_rollup') ?? 0) / 1024, 1);
+}
+
+function statusKiB(field: string, file = '/proc/self/status'): number | undefined {
+  if (!existsSync(file)) return undefined;
+  const status = readFileSync(file, 'utf8');
   const kib = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1];
   return kib === undefined ? undefined : Number(kib);
 }
@@ -233,6 +248,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
   const { layout } = job;
   let best = 0;
   let loadedMiB = 0;
+  let endPssMiB = 0;
   if (layout.contender === 'ours') {
     const engine = await startEngine(
       job.model,
@@ -246,6 +262,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       await allAtOnce(engine, texts);
       for (let r = 0; r < job.rounds; r += 1)
         best = Math.max(best, (await allAtOnce(engine, texts)).recordsPerSecond);
+      endPssMiB = proportionalMiB();
     } finally {
       await engine.close();
     }
@@ -273,9 +290,15 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
         await pool.run(batches);
         best = Math.max(best, texts.length / ((performance.now() - started) / 1000));
       }
+      endPssMiB = proportionalMiB();
     } finally {
       await pool.close();
     }
   }
-  return { loadedMiB, peakMiB: peakResidentMiB(), recordsPerSecond: round(best, 1) };
+  return {
+    loadedMiB,
+    peakMiB: peakResidentMiB(),
+    endPssMiB,
+    recordsPerSecond: round(best, 1),
+  };
 }

@@ -22,11 +22,15 @@ export const runtimeOptionsSchema = z
     /** Threads across independent operators (only used by parallel execution). */
     interOpThreads: z.number().int().min(0).default(1),
     graphOptimizationLevel: z.enum(['disabled', 'basic', 'extended', 'all']).default('all'),
+    // On: off raised a CPU shard's peak RSS by 55-58 % on MiniLM (npm run bench:memory,
+    // docs/performance.md#memory-npm-run-benchmemory).
     cpuMemArena: z.boolean().default(true),
     memPattern: z.boolean().default(true),
     /**
      * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
      * beside the originals; false sets the session config entry `session.disable_prepacking`.
+     * On by default: off changed MiniLM's peak RSS by under 1 % (ONNX Runtime already frees an
+     * original once it is prepacked; npm run bench:memory).
      */
     prepacking: z.boolean().default(true),
     executionProviders: z.array(providerSchema).min(1).default(['cpu']),
