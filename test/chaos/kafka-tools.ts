@@ -1,5 +1,8 @@
 // Kafka as the chaos scenarios see it from outside the worker: topics, producing, offsets, and
 // reading a whole topic back (read_committed for exactly-once checks).
+// Before kafkajs: kafkajs' own read_committed filter lets aborted records through, which read
+// back as duplicates of exactly-once outputs (see the module).
+import { readCommittedFilterActive } from '../../src/consumers/kafka/kafkajs-read-committed.ts';
 import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import { waitForProgress } from '../helpers/progress.ts';
 
@@ -153,6 +156,10 @@ export class KafkaTools {
       stallMs?: number;
     },
   ): Promise<Consumed[]> {
+    if (options.readCommitted && !readCommittedFilterActive)
+      throw new Error(
+        'kafkajs was loaded before its read_committed filter was replaced: aborted records would count as duplicates',
+      );
     const quietMs = options.quietMs ?? 3000;
     const stallMs = options.stallMs ?? 60_000;
     const consumer = this.kafka.consumer({

@@ -6,6 +6,9 @@
 // - consumer.stop() forgets the group, so offsets must be committed before disconnect().
 // - sendOffsets uses TxnOffsetCommit without the group generation (no KIP-447), so zombie
 //   fencing needs one transactional id per input partition.
+// - its read_committed filter lets aborted records through; kafkajs-read-committed.ts replaces it
+//   and must be imported before kafkajs.
+import { readCommittedFilterActive } from './kafkajs-read-committed.ts';
 import {
   Kafka,
   logLevel,
@@ -49,9 +52,11 @@ export interface KafkajsDriverOptions {
 export class KafkajsDriver implements KafkaDriver {
   private readonly kafka: Kafka;
   private readonly explain: (err: unknown) => Error;
+  private readonly logger: Logger;
 
   constructor(options: KafkajsDriverOptions) {
     const { logger } = options;
+    this.logger = logger;
     // Topics written with zstd, snappy or lz4 would otherwise crash the consumer.
     registerCompressionCodecs();
     const connection = options.connection;
@@ -80,6 +85,11 @@ export class KafkajsDriver implements KafkaDriver {
   }
 
   consumer(options: ConsumerOptions): KafkaConsumerDriver {
+    if (options.readCommitted && !readCommittedFilterActive)
+      this.logger.warn(
+        { groupId: options.groupId },
+        'kafkajs was loaded before its read_committed filter was replaced: records of aborted transactions may be read',
+      );
     return new KafkajsConsumer(
       this.kafka.consumer({
         groupId: options.groupId,
