@@ -1,6 +1,8 @@
 // Shared by the Kafka integration tests and the e2e benchmark: topics, producing corpus records
 // with keys and headers, reading a whole topic back (read_committed or not), committed offsets,
 // and a worker config for a Kafka -> Kafka route.
+// Before kafkajs: read_committed reads must not see aborted records (kafkajs-read-committed.ts).
+import { readCommittedFilterActive } from '../../../src/consumers/kafka/kafkajs-read-committed.ts';
 import { Kafka, logLevel, type Admin, type IHeaders, type KafkaConfig } from 'kafkajs';
 import { DEFAULT_STALL_MS, waitForProgress } from '../../helpers/progress.ts';
 import { CLS_MODEL } from '../../helpers/redis-routes.ts';
@@ -100,6 +102,10 @@ export class KafkaKit {
       timeoutMs?: number;
     },
   ): Promise<ReadRecord[]> {
+    if (options.readCommitted !== false && !readCommittedFilterActive)
+      throw new Error(
+        'kafkajs was loaded before its read_committed filter was replaced: aborted records would read as committed',
+      );
     const quietMs = options.quietMs ?? 1500;
     const consumer = this.kafka.consumer({
       groupId: `reader-${topic}-${Math.random().toString(36).slice(2)}`,
