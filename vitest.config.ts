@@ -36,6 +36,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
+          setupFiles: ['test/integration/kafkajs-filter-first.ts'],
           testTimeout: HANG_GUARD_MS,
           hookTimeout: HANG_GUARD_MS,
           // Two cores: brokers, Redis and ONNX workers already compete for them.
