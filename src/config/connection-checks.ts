@@ -2,8 +2,8 @@
 // readable and well-formed, every mechanism given what it needs. `run` and `validate-config`
 // call this before anything connects, so a mistake is a ConfigError naming the field.
 import { isAbsolute, resolve } from 'node:path';
-import { kafkaSecurityOf } from '../consumers/kafka/kafka-security.ts';
-import { redisTargetOf } from '../services/redis-connection.ts';
+import { kafkaSecurityOf } from '../connectors/kafka/kafka-security.ts';
+import { redisTargetOf } from '../connectors/redis/redis-connection.ts';
 import type { WorkerConfig } from './schema.ts';
 import type { Environment } from './secrets.ts';
 
