@@ -17,7 +17,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { GenerativeEngine } from '../src/generative/generative-engine.ts';
 import { GenerationProgress } from '../src/pipelines/generation/generation-progress.ts';
-import { emptyKvState, leftPad, runStep, type StepTokens } from '../src/pipelines/generation/kv-cache.ts';
+import {
+  emptyKvState,
+  leftPad,
+  runStep,
+  type StepTokens,
+} from '../src/pipelines/generation/kv-cache.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
 import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
 

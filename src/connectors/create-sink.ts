@@ -7,7 +7,7 @@ import { kafkaDriverFor } from './kafka/driver-for.ts';
 import { FileSink } from './file/file-sink.ts';
 import { KafkaSink } from './kafka/kafka-sink.ts';
 import { RedisStreamSink } from './redis/redis-stream-sink.ts';
-import type { Sink } from './sink.ts';
+import type { Sink } from '../route/sink.ts';
 
 export interface SinkContext {
   config: WorkerConfig;

@@ -3,7 +3,7 @@
 import type { Pressure } from '../batching/batch-queue.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
-import type { Sink } from './sink.ts';
+import type { Sink } from '../route/sink.ts';
 import type { RouteRunner } from '../route/route-runner.ts';
 
 export interface SourceDeps {

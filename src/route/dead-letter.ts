@@ -2,7 +2,7 @@
 // headers in the manner of Kafka Connect's error reporting that say where the record came from,
 // which stage refused it, and why.
 import { hostname } from 'node:os';
-import { recordBytes } from '../connectors/sink.ts';
+import { recordBytes } from './sink.ts';
 import type { Headers, OutputRecord, SourceRecord } from './record.ts';
 
 /** Where a record was refused: 'output' is shaping the output record, 'sink' writing it. */

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClosedError, OutputRejectedError, SinkError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { recordBytes, type Sink } from '../connectors/sink.ts';
+import { recordBytes, type Sink } from './sink.ts';
 import { deadLetter, fitDeadLetter } from './dead-letter.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
 import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';

@@ -8,11 +8,7 @@ import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
 import type { SourceRecord } from '../route/record.ts';
-import {
-  RouteRunner,
-  type RouteCounters,
-  type RouteRunnerOptions,
-} from '../route/route-runner.ts';
+import { RouteRunner, type RouteCounters, type RouteRunnerOptions } from '../route/route-runner.ts';
 import type { GenerationSubmitter } from '../route/streamed-generation.ts';
 import type { HealthState } from './health.ts';
 import { LagMonitor, type LagSource } from './lag-monitor.ts';

@@ -13,7 +13,7 @@ import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import { childLogger, type Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import { createSink } from '../connectors/create-sink.ts';
-import type { Sink } from '../connectors/sink.ts';
+import type { Sink } from '../route/sink.ts';
 import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
 import type { RouteCounters, RouteRunner } from '../route/route-runner.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recordBytes } from '../../src/connectors/sink.ts';
+import { recordBytes } from '../../src/route/sink.ts';
 import { deadLetter, DLQ_HEADER_PREFIX, fitDeadLetter } from '../../src/route/dead-letter.ts';
 import type { SourceRecord } from '../../src/route/record.ts';
 

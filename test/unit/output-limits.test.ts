@@ -6,7 +6,7 @@ import type { KafkaProducerDriver, ProducedMessage } from '../../src/connectors/
 import { OutputRejectedError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { KafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
-import type { Sink } from '../../src/connectors/sink.ts';
+import type { Sink } from '../../src/route/sink.ts';
 import { RecordProcessor, type Submit } from '../../src/route/processor.ts';
 import type { OutputRecord, SourceRecord } from '../../src/route/record.ts';
 import { RouteRunner } from '../../src/route/route-runner.ts';

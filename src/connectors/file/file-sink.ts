@@ -5,7 +5,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { envelopeHeaders } from '../../route/headers.ts';
 import type { OutputRecord } from '../../route/record.ts';
-import type { Sink } from '../sink.ts';
+import type { Sink } from '../../route/sink.ts';
 
 export class FileSink implements Sink {
   private readonly stream: NodeJS.WritableStream;

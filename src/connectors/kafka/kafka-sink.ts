@@ -9,12 +9,7 @@
 import type { KafkaProducerDriver, ProducedMessage } from './driver.ts';
 import { OutputRejectedError } from '../../errors.ts';
 import type { OutputRecord } from '../../route/record.ts';
-import { recordBytes, type Sink } from '../sink.ts';
-
-/** Takes a record into the open transaction of the input partition it came from. */
-export interface TransactionStager {
-  stage(topic: string, record: OutputRecord): void;
-}
+import { recordBytes, type Sink, type TransactionStager } from '../../route/sink.ts';
 
 const MAX_BATCH = 1000;
 

@@ -6,11 +6,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SourceConfig } from '../../config/schema.ts';
 import { ConfigError } from '../../errors.ts';
-import { KafkaSink } from './kafka-sink.ts';
 import type { Outcome } from '../../route/processor.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { OutputRecord, SourceRecord } from '../../route/record.ts';
-import { recordBytes } from '../sink.ts';
+import { recordBytes } from '../../route/sink.ts';
 import { Backoff } from '../backoff.ts';
 import type { LagSample, Source, SourceDeps } from '../source.ts';
 import type {
@@ -67,12 +66,12 @@ export class KafkaSource implements Source {
         ['sink', deps.sink],
         ['dlq', deps.dlq],
       ] as const) {
-        if (sink !== undefined && !(sink instanceof KafkaSink))
+        if (sink !== undefined && sink.useTransactions === undefined)
           throw new ConfigError(
             `delivery.mode exactly-once needs a Kafka ${field} (its writes join the source's transactions); use a kafka ${field} or at-least-once`,
             { field: `routes.${field}.type` },
           );
-        if (sink instanceof KafkaSink) sink.useTransactions({ stage: (t, r) => this.stage(t, r) });
+        sink?.useTransactions?.({ stage: (t, r) => this.stage(t, r) });
       }
       this.transactions = new TransactionCommitter({
         driver,

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from './redis-connection.ts';
 import { envelopeHeaders } from '../../route/headers.ts';
 import type { Headers, OutputRecord } from '../../route/record.ts';
-import type { Sink } from '../sink.ts';
+import type { Sink } from '../../route/sink.ts';
 
 export interface BullmqSinkOptions {
   redis: RedisTarget;

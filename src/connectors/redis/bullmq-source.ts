@@ -15,12 +15,7 @@
 //                   and stays in BullMQ's failed set
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  closeRedis,
-  connectRedis,
-  redisReady,
-  redisTargetOf,
-} from './redis-connection.ts';
+import { closeRedis, connectRedis, redisReady, redisTargetOf } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { Outcome } from '../../route/processor.ts';
 import type { SourceRecord } from '../../route/record.ts';

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from './redis-connection.ts';
 import { headerPairs } from '../../route/headers.ts';
 import type { OutputRecord } from '../../route/record.ts';
-import type { Sink } from '../sink.ts';
+import type { Sink } from '../../route/sink.ts';
 
 export interface RedisStreamSinkOptions {
   redis: RedisTarget;

@@ -10,12 +10,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import {
-  closeRedis,
-  connectRedis,
-  redisReady,
-  redisTargetOf,
-} from './redis-connection.ts';
+import { closeRedis, connectRedis, redisReady, redisTargetOf } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { SourceRecord } from '../../route/record.ts';
 import type { LagSample, Source, SourceDeps } from '../source.ts';
