@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkConnections, describeConnections } from '../../src/config/connection-checks.ts';
+import { checkConnections, describeConnections } from '../../src/connectors/connection-checks.ts';
 import { loadConfigFile, parseConfigText } from '../../src/config/load-config.ts';
 import type { WorkerConfig } from '../../src/config/schema.ts';
 import { kafkaSecurityOf, kafkaConnectError } from '../../src/connectors/kafka/kafka-security.ts';

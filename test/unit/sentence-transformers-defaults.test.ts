@@ -15,7 +15,7 @@ import {
   type FeatureExtractionOptions,
 } from '../../src/pipelines/text/feature-extraction.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
-import { readSentenceTransformersConfig } from '../../src/pipelines/text/sentence-transformers-config.ts';
+import { readSentenceTransformersConfig } from '../../src/pipelines/runtime/sentence-transformers-config.ts';
 import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'models', 'bert-feature-extraction');

@@ -16,7 +16,7 @@ import { isBatchInvariant } from './batch-invariance.ts';
 import {
   readSentenceTransformersConfig,
   type SentenceTransformersConfig,
-} from '../text/sentence-transformers-config.ts';
+} from './sentence-transformers-config.ts';
 
 export interface ModelSpec {
   /** The model folder. */

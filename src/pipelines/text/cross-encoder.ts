@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { InputError, ModelFolderError } from '../../errors.ts';
 import { parseWithSchema } from '../../options/parse.ts';
 import { sigmoid } from '../runtime/math.ts';
-import { classifierLogits } from './label-scores.ts';
+import { classifierLogits } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';

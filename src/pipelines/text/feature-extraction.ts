@@ -10,7 +10,7 @@ import { parseWithSchema } from '../../options/parse.ts';
 import { l2Normalize } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
-import { readSentenceTransformersConfig } from './sentence-transformers-config.ts';
+import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
 import { floatOutput, textFeeds } from '../runtime/tensors.ts';
 

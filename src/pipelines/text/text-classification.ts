@@ -9,7 +9,7 @@ import {
   type LabelScore,
   type ScoreFunction,
   classifierLogits,
-} from './label-scores.ts';
+} from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';

@@ -9,7 +9,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
-import { labelOf, classifierLogits } from './label-scores.ts';
+import { labelOf, classifierLogits } from '../runtime/label-scores.ts';
 import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
 import {
   aggregate,

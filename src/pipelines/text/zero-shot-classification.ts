@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ConfigError, InputError } from '../../errors.ts';
 import { parseWithSchema } from '../../options/parse.ts';
 import { softmax } from '../runtime/math.ts';
-import { classifierLogits } from './label-scores.ts';
+import { classifierLogits } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';

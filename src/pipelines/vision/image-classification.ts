@@ -19,7 +19,7 @@ import {
   rankLabels,
   type LabelScore,
   type ScoreFunction,
-} from '../text/label-scores.ts';
+} from '../runtime/label-scores.ts';
 import { row } from '../runtime/tensors.ts';
 import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 

@@ -1,11 +1,10 @@
 // Start-up checks of connections.*: every secret variable set, every certificate and key file
 // readable and well-formed, every mechanism given what it needs. `run` and `validate-config`
 // call this before anything connects, so a mistake is a ConfigError naming the field.
-import { isAbsolute, resolve } from 'node:path';
-import { kafkaSecurityOf } from '../connectors/kafka/kafka-security.ts';
-import { redisTargetOf } from '../connectors/redis/redis-connection.ts';
-import type { WorkerConfig } from './schema.ts';
-import type { Environment } from './secrets.ts';
+import { kafkaSecurityOf } from './kafka/kafka-security.ts';
+import { redisTargetOf } from './redis/redis-connection.ts';
+import type { WorkerConfig } from '../config/schema.ts';
+import type { Environment } from '../config/secrets.ts';
 
 export function checkConnections(config: WorkerConfig, env: Environment = process.env): void {
   if (config.connections.kafka !== undefined) kafkaSecurityOf(config.connections.kafka, env);
@@ -31,27 +30,4 @@ export function describeConnections(config: WorkerConfig): string[] {
     lines.push(`redis (${how.join(', ')})`);
   }
   return lines;
-}
-
-const FILE_FIELDS = [
-  'caFile',
-  'certFile',
-  'keyFile',
-  'keyPasswordFile',
-  'usernameFile',
-  'passwordFile',
-  'tokenFile',
-] as const;
-
-/** Certificate and secret files are relative to the config file, as model paths are. */
-export function resolveConnectionPaths(config: WorkerConfig, base: string): void {
-  const { kafka, redis } = config.connections;
-  for (const holder of [kafka?.tls, kafka?.sasl, redis, redis?.tls]) {
-    if (holder === undefined) continue;
-    const fields = holder as Partial<Record<(typeof FILE_FIELDS)[number], string>>;
-    for (const key of FILE_FIELDS) {
-      const path = fields[key];
-      if (path !== undefined && !isAbsolute(path)) fields[key] = resolve(base, path);
-    }
-  }
 }

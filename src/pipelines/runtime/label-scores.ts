@@ -1,10 +1,10 @@
 // Turning a classifier's logits into ranked labels, shared by text and image classification:
 // Python's choice of score function from the config, the logits output, and top-k ranking.
 import type { Tensor } from 'onnxruntime-node';
-import { sigmoid, softmax, topKIndices } from '../runtime/math.ts';
-import type { LoadedModel } from '../runtime/model-store.ts';
-import { floatOutput, textFeeds, type FloatOutput } from '../runtime/tensors.ts';
-import type { TokenizedText } from '../runtime/text-tokenizer.ts';
+import { sigmoid, softmax, topKIndices } from './math.ts';
+import type { LoadedModel } from './model-store.ts';
+import { floatOutput, textFeeds, type FloatOutput } from './tensors.ts';
+import type { TokenizedText } from './text-tokenizer.ts';
 
 export type ScoreFunction = 'softmax' | 'sigmoid' | 'none';
 
