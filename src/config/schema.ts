@@ -13,7 +13,7 @@ import {
   outputStreamSchema,
   routeGenerationSchema,
 } from './generative-schema.ts';
-import { telemetrySchema } from '../telemetry/telemetry-options.ts';
+import { telemetrySchema } from './telemetry-options.ts';
 
 const name = z.string().min(1);
 
