@@ -6,7 +6,7 @@
 // --ranges LO-HI,... (token-length classes; default the whole set).
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { TextTokenizer } from '../src/pipelines/text-tokenizer.ts';
+import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { RawPool, sortedBatches } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { configSchema } from '../src/config/schema.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { silentLogger } from '../src/logger.ts';
-import { StreamWorker } from '../src/stream/stream-worker.ts';
+import { StreamWorker } from '../src/worker/stream-worker.ts';
 import { Telemetry } from '../src/telemetry/telemetry.ts';
 import { defaultCacheDir, startKafka } from '../scripts/services/kafka-local.ts';
 import { freePort } from '../scripts/services/process-control.ts';

@@ -16,10 +16,15 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { GenerativeEngine } from '../src/generative/generative-engine.ts';
-import { GenerationProgress } from '../src/pipelines/generation-progress.ts';
-import { emptyKvState, leftPad, runStep, type StepTokens } from '../src/pipelines/kv-cache.ts';
-import { ModelStore } from '../src/pipelines/model-store.ts';
-import { TextGenerationPipeline } from '../src/pipelines/text-generation.ts';
+import { GenerationProgress } from '../src/pipelines/generation/generation-progress.ts';
+import {
+  emptyKvState,
+  leftPad,
+  runStep,
+  type StepTokens,
+} from '../src/pipelines/generation/kv-cache.ts';
+import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
+import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const MODEL = process.env['BENCH_MODEL'] ?? '.cache/models/llama-100m';

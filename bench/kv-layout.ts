@@ -4,9 +4,9 @@
 // C: a prefill chunk run as its own session.run beside the decode run, vs padded into it.
 import { performance } from 'node:perf_hooks';
 import { assembleRows } from '../src/generative/kv-batch.ts';
-import { emptyKvState, runStep, type KvState } from '../src/pipelines/kv-cache.ts';
-import { ModelStore } from '../src/pipelines/model-store.ts';
-import { TextGenerationPipeline } from '../src/pipelines/text-generation.ts';
+import { emptyKvState, runStep, type KvState } from '../src/pipelines/generation/kv-cache.ts';
+import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
+import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
 
 const MODEL = process.env['BENCH_MODEL'] ?? '.cache/models/llama-100m';
 const BATCH = Number(process.env['KV_BATCH'] ?? 16);

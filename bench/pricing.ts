@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { inputCost, type CostContext } from '../src/engine/input-cost.ts';
-import { TextTokenizer } from '../src/pipelines/text-tokenizer.ts';
+import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { round } from './lib/stats.ts';
 

@@ -2,7 +2,7 @@
 // Everything here runs on whichever thread calls it; the stream worker calls it from worker
 // threads so that ONNX Runtime never blocks the main event loop.
 import { ClosedError, ConfigError, UnknownPipelineError } from './errors.ts';
-import { ModelStore, type ModelSpec } from './pipelines/model-store.ts';
+import { ModelStore, type ModelSpec } from './pipelines/runtime/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
 import { createPipeline } from './pipelines/registry.ts';
 

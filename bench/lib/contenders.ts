@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EnginePipeline } from '../../src/engine/engine.ts';
-import type { FeatureExtractionResult } from '../../src/pipelines/feature-extraction.ts';
-import type { LabelScore } from '../../src/pipelines/text-classification.ts';
+import type { FeatureExtractionResult } from '../../src/pipelines/text/feature-extraction.ts';
+import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
 import type { RawSearchSpace } from './raw-search.ts';
 import { stageModel, tjsClassifier, tjsEmbedder, type TjsDevice } from './transformers-js.ts';
 

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import { DEFAULT_BATCH_TOKENS } from '../../src/batching/batcher-options.ts';
-import { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
+import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import type { Comparable, TaskSpec } from './contenders.ts';
 import { allAtOnce, atFixedLoad, startEngine, type LatencyRun } from './engine-runs.ts';
 import { RawPool, describeConfig, type RawConfig } from './raw-pool.ts';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The hugot-stream command line.
 import { Command } from 'commander';
-import { checkConnections, describeConnections } from '../config/connection-checks.ts';
+import { checkConnections, describeConnections } from '../connectors/connection-checks.ts';
 import { loadConfigFile } from '../config/load-config.ts';
 import { HugotError } from '../errors.ts';
 import { findModelFolders } from '../models/model-folder.ts';

@@ -2,8 +2,8 @@
 // read to the end), print a summary, and exit 0 only when everything in flight was drained.
 import type { WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
-import { StreamWorker } from '../stream/stream-worker.ts';
-import type { RouteCounters } from '../stream/route-runner.ts';
+import { StreamWorker } from '../worker/stream-worker.ts';
+import type { RouteCounters } from '../route/route-runner.ts';
 import { startStatsLine } from '../telemetry/stats-line.ts';
 import { Telemetry } from '../telemetry/telemetry.ts';
 

@@ -9,7 +9,7 @@ import { ConfigError } from '../errors.ts';
 import { batcherOptionsSchema } from '../batching/batcher-options.ts';
 import { checkWithSchema, formatPath } from '../options/parse.ts';
 import { readsImages } from '../pipelines/registry.ts';
-import { resolveConnectionPaths } from './connection-checks.ts';
+import { resolveConnectionPaths } from './connection-paths.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
 export type Environment = Record<string, string | undefined>;

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { batcherOptionsSchema } from '../batching/batcher-options.ts';
 import { checkedAsWritten, checkWithSchema } from '../options/parse.ts';
 import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
-import { runtimeOptionsSchema } from '../pipelines/runtime-options.ts';
+import { runtimeOptionsSchema } from '../pipelines/runtime/runtime-options.ts';
 import { shardSchema } from '../workers/shard-spec.ts';
 import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
 import {
@@ -13,7 +13,7 @@ import {
   outputStreamSchema,
   routeGenerationSchema,
 } from './generative-schema.ts';
-import { telemetrySchema } from '../telemetry/telemetry-options.ts';
+import { telemetrySchema } from './telemetry-options.ts';
 
 const name = z.string().min(1);
 

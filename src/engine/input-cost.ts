@@ -5,7 +5,7 @@
 // What an input's rows are is the task's to say (its definition's `cost`); this file measures.
 import { findTask } from '../pipelines/registry.ts';
 import { UNIT_COST, type CostMeter, type InputCost } from '../pipelines/task-definition.ts';
-import type { TextTokenizer } from '../pipelines/text-tokenizer.ts';
+import type { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
 
 export type { InputCost };
 

@@ -4,7 +4,7 @@
 // ~100M model (docs/generative.md), one more session.run costs about as much as ~1000 cached
 // token-rows; rows sorted by cached length are cut into the groups that minimise
 // sum(runCost + rows x longest span), an exact dynamic programme over at most maxActive rows.
-import type { KvLayout, KvState } from '../pipelines/kv-cache.ts';
+import type { KvLayout, KvState } from '../pipelines/generation/kv-cache.ts';
 import { assembleRows, realSpan, type KvRowRef } from './kv-batch.ts';
 
 export interface DecodeGroup<S> {

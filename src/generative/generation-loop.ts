@@ -8,10 +8,10 @@
 // join, in one re-assembly of the batch at the end of the step. It runs on a worker thread
 // (generation-worker.ts); tests drive `step()` directly to control who arrives when.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
-import type { GenerationOptions } from '../pipelines/generation-options.ts';
-import { GenerationProgress } from '../pipelines/generation-progress.ts';
-import { emptyKvState, runStep } from '../pipelines/kv-cache.ts';
-import { toPrompt, type TextGenerationPipeline } from '../pipelines/text-generation.ts';
+import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
+import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
+import { emptyKvState, runStep } from '../pipelines/generation/kv-cache.ts';
+import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { formGroups, type DecodeGroup } from './decode-groups.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';

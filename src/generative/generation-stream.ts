@@ -1,8 +1,8 @@
 // The caller's side of one submitted request: an async iterable of token events ending with
 // `done` (or throwing the request's error), plus `result` for callers that only want the end.
 // Events are buffered, so a caller may start iterating late or never.
-import type { GenerationEvent } from '../pipelines/text-generation.ts';
-import type { GenerationResult } from '../pipelines/generation-progress.ts';
+import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
+import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
 
 export type StreamEvent = GenerationEvent & {
   /** performance.now() on the receiving thread when the event arrived (for latency metrics). */

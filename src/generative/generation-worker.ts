@@ -4,8 +4,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../errors.ts';
-import { ModelStore } from '../pipelines/model-store.ts';
-import { TextGenerationPipeline } from '../pipelines/text-generation.ts';
+import { ModelStore } from '../pipelines/runtime/model-store.ts';
+import { TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { GenerationLoop } from './generation-loop.ts';
 import type { FromWorker, GenerationWorkerSetup, SequenceEvent, ToWorker } from './protocol.ts';
 

@@ -7,8 +7,11 @@ import { CancelledError, ClosedError, OverloadedError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import type { Pressure } from '../batching/batch-queue.ts';
-import { parseGenerationOptions, type GenerationOptions } from '../pipelines/generation-options.ts';
-import type { ModelSpec } from '../pipelines/model-store.ts';
+import {
+  parseGenerationOptions,
+  type GenerationOptions,
+} from '../pipelines/generation/generation-options.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';

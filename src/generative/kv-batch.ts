@@ -6,7 +6,7 @@
 // measurement that chose this over concatenating per-sequence caches every step.
 import { Tensor } from 'onnxruntime-node';
 import { InferenceError } from '../errors.ts';
-import { emptyKvState, type KvLayout, type KvState } from '../pipelines/kv-cache.ts';
+import { emptyKvState, type KvLayout, type KvState } from '../pipelines/generation/kv-cache.ts';
 
 /** One row of an existing state: the decode batch's row, or row 0 of a prefilled sequence. */
 export interface KvRowRef {

@@ -2,9 +2,9 @@
 // the step loop. Requests cross as plain data; each step's token events for every sequence travel
 // together in one message, so the message rate follows steps, not tokens.
 import type { SerializedError } from '../errors.ts';
-import type { GenerationOptions } from '../pipelines/generation-options.ts';
-import type { GenerationResult } from '../pipelines/generation-progress.ts';
-import type { ModelSpec } from '../pipelines/model-store.ts';
+import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
+import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import type { SchedulerLimits } from './scheduler.ts';
 
 /** What a worker loads once, at start. */

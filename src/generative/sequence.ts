@@ -1,8 +1,8 @@
 // One request inside the engine: its prompt, how far the prompt is in the cache, its own KV cache
 // while it prefills (a batch of one), and its GenerationProgress (own seeded PRNG, stop sequences),
 // which is why a request's tokens do not depend on what it is batched with.
-import type { KvState } from '../pipelines/kv-cache.ts';
-import type { GenerationProgress } from '../pipelines/generation-progress.ts';
+import type { KvState } from '../pipelines/generation/kv-cache.ts';
+import type { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
 import type { Schedulable } from './scheduler.ts';
 
 export type CancelReason = 'aborted' | 'deadline';

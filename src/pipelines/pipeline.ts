@@ -2,8 +2,8 @@
 // each. Pipelines hold no thread affinity: the same object runs on the main thread in tests and
 // inside worker threads in the shard pool.
 import { InputError } from '../errors.ts';
-import type { LoadedModel } from './model-store.ts';
-import type { TextTokenizer } from './text-tokenizer.ts';
+import type { LoadedModel } from './runtime/model-store.ts';
+import type { TextTokenizer } from './runtime/text-tokenizer.ts';
 
 export interface Pipeline<Input, Output> {
   readonly task: string;

@@ -2,20 +2,20 @@
 // and one line here; the config schema, the route's input check, the engine's batch pricing and
 // the pipeline factory all ask this registry (docs/pipelines.md#adding-a-pipeline).
 import { ConfigError } from '../errors.ts';
-import { crossEncoderTask } from './cross-encoder.ts';
-import { featureExtractionTask } from './feature-extraction.ts';
-import { fillMaskTask } from './fill-mask.ts';
-import { imageClassificationTask } from './image-classification.ts';
-import type { LoadedModel } from './model-store.ts';
+import { crossEncoderTask } from './text/cross-encoder.ts';
+import { featureExtractionTask } from './text/feature-extraction.ts';
+import { fillMaskTask } from './text/fill-mask.ts';
+import { imageClassificationTask } from './vision/image-classification.ts';
+import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
-import { questionAnsweringTask } from './question-answering.ts';
-import { batchSafe } from './row-by-row.ts';
+import { questionAnsweringTask } from './text/question-answering.ts';
+import { batchSafe } from './runtime/row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { TaskDefinition } from './task-definition.ts';
-import { textClassificationTask } from './text-classification.ts';
-import { textGenerationTask } from './text-generation.ts';
-import { tokenClassificationTask } from './token-classification.ts';
-import { zeroShotClassificationTask } from './zero-shot-classification.ts';
+import { textClassificationTask } from './text/text-classification.ts';
+import { textGenerationTask } from './generation/text-generation.ts';
+import { tokenClassificationTask } from './text/token-classification.ts';
+import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
 
 const TASKS = [
   featureExtractionTask,

@@ -3,7 +3,7 @@
 // (registry.ts) lists the definitions; the config schema, the route's input check, the engine's
 // batch pricing and the pipeline factory all look tasks up there.
 import type { z } from 'zod';
-import type { LoadedModel } from './model-store.ts';
+import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 
 /** The route's side of an input check: the record's limits and how to refuse it. */

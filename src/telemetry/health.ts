@@ -3,7 +3,7 @@
 // draining. Live: no source has failed for good. A source that reconnects for longer than the
 // outage bound counts as failed for good too: a worker that cannot read is better restarted by
 // its orchestrator than left up consuming nothing.
-import type { SourceHealth } from '../consumers/source.ts';
+import type { SourceHealth } from '../connectors/source.ts';
 
 export interface HealthOptions {
   /** A source degraded (reconnecting) this long is failed for good. */

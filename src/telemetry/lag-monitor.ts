@@ -2,7 +2,7 @@
 // Lag costs a broker request (Kafka admin offsets, XINFO GROUPS, a BullMQ count), so it is read
 // on a timer rather than at each scrape; a failed read keeps the last samples and is logged once
 // per failure streak, since an outage is already reported by the source itself.
-import type { LagSample } from '../consumers/source.ts';
+import type { LagSample } from '../connectors/source.ts';
 import type { Logger } from '../logger.ts';
 
 export interface LagSource {

@@ -1,8 +1,8 @@
 // Generation metrics seen from the caller's side: time to first token and tokens generated, by
 // watching the events a route reads from the generative engine. Wraps the submitter a route
 // uses, so the engine and the route need no hook of their own.
-import type { GenerationSubmitter } from '../stream/streamed-generation.ts';
-import type { GenerationEvent } from '../pipelines/text-generation.ts';
+import type { GenerationSubmitter } from '../route/streamed-generation.ts';
+import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
 
 export interface GenerationMeter {
   firstToken(pipeline: string, seconds: number): void;

@@ -23,7 +23,7 @@ import {
   type TextMapPropagator,
   type Tracer,
 } from '@opentelemetry/api';
-import type { RecordOrigin, SourceRecord, OutputRecord, Headers } from '../stream/record.ts';
+import type { RecordOrigin, SourceRecord, OutputRecord, Headers } from '../route/record.ts';
 
 /** One finished batch with what tracing needs (times on the performance.now() clock). */
 export interface TracedBatch {

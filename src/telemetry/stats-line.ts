@@ -3,7 +3,7 @@
 // the last line, and whether the worker is ready. On a terminal the one-line progress display
 // does this job instead (src/cli/run-command.ts).
 import type { Logger } from '../logger.ts';
-import type { RouteCounters } from '../stream/route-runner.ts';
+import type { RouteCounters } from '../route/route-runner.ts';
 import type { HealthAnswer } from './health.ts';
 
 export interface StatsLineOptions {

@@ -9,7 +9,7 @@ import type { Logger } from '../logger.ts';
 import { HealthState } from './health.ts';
 import type { RecordTracing } from './record-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
-import type { TelemetryConfig } from './telemetry-options.ts';
+import type { TelemetryConfig } from '../config/telemetry-options.ts';
 import { startTracing, type TracingHandle } from './tracing-sdk.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
 import { WorkerTelemetry } from './worker-telemetry.ts';

@@ -2,9 +2,9 @@
 // when a source hands the record over (decide, or handle, which decides first) and ends once its
 // output or dead letter is written; the send span wraps that write and its context becomes the
 // output's traceparent. Used only when tracing is on, so an untraced worker runs the plain class.
-import type { Outcome } from '../stream/processor.ts';
-import type { SourceRecord } from '../stream/record.ts';
-import { RouteRunner, type Handled, type RouteRunnerOptions } from '../stream/route-runner.ts';
+import type { Outcome } from '../route/processor.ts';
+import type { SourceRecord } from '../route/record.ts';
+import { RouteRunner, type Handled, type RouteRunnerOptions } from '../route/route-runner.ts';
 import type { RecordTracing } from './record-tracing.ts';
 
 export class TracedRouteRunner extends RouteRunner {

@@ -12,7 +12,7 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace';
 import { RecordTracing } from './record-tracing.ts';
-import type { TelemetryConfig } from './telemetry-options.ts';
+import type { TelemetryConfig } from '../config/telemetry-options.ts';
 
 export interface TracingHandle {
   tracing: RecordTracing;

@@ -4,7 +4,7 @@
 // worker keeps anyway (route counters, queue sizes, lag samples) only when scraped, so an idle
 // metric costs nothing between scrapes.
 import type { Attributes, Meter, ObservableResult } from '@opentelemetry/api';
-import type { RouteCounters } from '../stream/route-runner.ts';
+import type { RouteCounters } from '../route/route-runner.ts';
 
 /** One finished inference batch (the engine's onBatch). */
 export interface BatchSample {

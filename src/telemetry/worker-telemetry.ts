@@ -3,17 +3,13 @@
 // tracing every method is a plain pass-through, so a worker with telemetry off runs the same
 // objects it would run without this file.
 import type { RouteConfig, SinkConfig } from '../config/schema.ts';
-import type { Source, SourceDeps } from '../consumers/source.ts';
+import type { Source, SourceDeps } from '../connectors/source.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
-import type { SourceRecord } from '../stream/record.ts';
-import {
-  RouteRunner,
-  type RouteCounters,
-  type RouteRunnerOptions,
-} from '../stream/route-runner.ts';
-import type { GenerationSubmitter } from '../stream/streamed-generation.ts';
+import type { SourceRecord } from '../route/record.ts';
+import { RouteRunner, type RouteCounters, type RouteRunnerOptions } from '../route/route-runner.ts';
+import type { GenerationSubmitter } from '../route/streamed-generation.ts';
 import type { HealthState } from './health.ts';
 import { LagMonitor, type LagSource } from './lag-monitor.ts';
 import { meteredGeneration } from './metered-generation.ts';

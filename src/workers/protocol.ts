@@ -1,7 +1,7 @@
 // The messages between the main thread and an inference worker. Every request kind has exactly
 // one response shape; errors travel serialized so that their class survives the boundary.
 import type { SerializedError } from '../errors.ts';
-import type { ModelSpec } from '../pipelines/model-store.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 
 export interface PipelineDefinition {
   task: string;

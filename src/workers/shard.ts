@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { ModelSpec } from '../pipelines/model-store.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 import type { ShardSpec } from './shard-spec.ts';
 

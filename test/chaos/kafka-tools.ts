@@ -2,7 +2,7 @@
 // reading a whole topic back (read_committed for exactly-once checks).
 // Before kafkajs: kafkajs' own read_committed filter lets aborted records through, which read
 // back as duplicates of exactly-once outputs (see the module).
-import { readCommittedFilterActive } from '../../src/consumers/kafka/kafkajs-read-committed.ts';
+import { readCommittedFilterActive } from '../../src/connectors/kafka/kafkajs-read-committed.ts';
 import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import { waitForProgress } from '../helpers/progress.ts';
 

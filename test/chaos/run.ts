@@ -2,7 +2,7 @@
 // the project's launchers) and real worker processes. Prints one JSON line at the end and exits
 // non-zero when any scenario or bad-input class failed. docs/testing.md#chaos-and-bad-input-suites.
 // First: kafkajs' read_committed filter is replaced as kafkajs loads (kafka-local.ts loads it).
-import '../../src/consumers/kafka/kafkajs-read-committed.ts';
+import '../../src/connectors/kafka/kafkajs-read-committed.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';

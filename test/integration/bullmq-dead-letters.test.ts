@@ -2,7 +2,7 @@
 // the worker keeps processing good jobs.
 import { describe, expect, inject, it } from 'vitest';
 import type { Queue } from 'bullmq';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import {
   corpusRecords,
   recordingLogger,

@@ -1,7 +1,7 @@
 // The BullMQ source and sink end to end: real Redis, the real tiny classifier, real e-mail text.
 import { describe, expect, inject, it } from 'vitest';
 import type { Queue } from 'bullmq';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import {
   corpusRecords,
   recordingLogger,

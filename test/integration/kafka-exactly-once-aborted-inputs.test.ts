@@ -2,9 +2,9 @@
 // never be processed (a route reading another exactly-once route's output would otherwise turn
 // aborted records into committed outputs). kafkajs' own filter let some through: the broker lists
 // aborted transactions in the order they ended, and a transaction that started before the first
-// one listed was read as committed (src/consumers/kafka/kafkajs-read-committed.ts). The input
+// one listed was read as committed (src/connectors/kafka/kafkajs-read-committed.ts). The input
 // here has exactly that shape.
-import '../../src/consumers/kafka/kafkajs-read-committed.ts';
+import '../../src/connectors/kafka/kafkajs-read-committed.ts';
 import { describe, expect, inject, it } from 'vitest';
 import { waitForProgress } from '../helpers/progress.ts';
 import { corpusRecords } from '../helpers/redis-routes.ts';

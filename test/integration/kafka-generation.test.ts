@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logger.ts';
-import type { FinalValue, PartialValue } from '../../src/stream/generation-records.ts';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import type { FinalValue, PartialValue } from '../../src/route/generation-records.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { KafkaKit, type ReadRecord } from './helpers/kafka-kit.ts';
 

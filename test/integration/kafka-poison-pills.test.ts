@@ -7,7 +7,7 @@ import type { Producer, ProducerRecord } from 'kafkajs';
 import { describe, expect, inject, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logger.ts';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { waitForProgress } from '../helpers/progress.ts';
 import { corpusRecords } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';

@@ -4,7 +4,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logger.ts';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { corpusRecords, referenceResults } from '../helpers/redis-routes.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { KafkaKit, kafkaRouteConfig } from './helpers/kafka-kit.ts';

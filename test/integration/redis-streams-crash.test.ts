@@ -2,7 +2,7 @@
 // it left pending, and every input entry ends up with an output (at least once) and acked.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import {
   CLS_MODEL,
   corpusRecords,

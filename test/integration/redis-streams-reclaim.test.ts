@@ -2,7 +2,7 @@
 // processed by a live worker, and an entry delivered too often goes to the DLQ unprocessed.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import {
   corpusRecords,
   recordingLogger,

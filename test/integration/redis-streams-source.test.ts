@@ -1,7 +1,7 @@
 // The Redis Streams source and sink end to end: real Redis, the real tiny classifier, real text.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import {
   corpusRecords,
   recordingLogger,

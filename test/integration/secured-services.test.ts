@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { ConnectionError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/logger.ts';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { certificatesDirFor, saslSslListener } from '../../scripts/services/kafka-secure.ts';
 import {
   defaultCacheDir,

@@ -1,5 +1,8 @@
 import { describe } from 'vitest';
-import { CrossEncoderPipeline, type RankedDocument } from '../../src/pipelines/cross-encoder.ts';
+import {
+  CrossEncoderPipeline,
+  type RankedDocument,
+} from '../../src/pipelines/text/cross-encoder.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
 import { asBatch, forPipeline, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';

@@ -1,6 +1,6 @@
 import { describe } from 'vitest';
-import { FeatureExtractionPipeline } from '../../src/pipelines/feature-extraction.ts';
-import { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
+import { FeatureExtractionPipeline } from '../../src/pipelines/text/feature-extraction.ts';
+import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
 import { asBatch, forPipeline, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';

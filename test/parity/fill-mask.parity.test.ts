@@ -1,5 +1,5 @@
 import { describe } from 'vitest';
-import { FillMaskPipeline, type FillMaskOptions } from '../../src/pipelines/fill-mask.ts';
+import { FillMaskPipeline, type FillMaskOptions } from '../../src/pipelines/text/fill-mask.ts';
 import { readGoldens } from './goldens.ts';
 import { asBatch, forPipeline, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';

@@ -1,9 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { decodeImage } from '../../src/pipelines/image-decode.ts';
-import { ImageClassificationPipeline } from '../../src/pipelines/image-classification.ts';
-import { compilePreprocessor, preprocessImage } from '../../src/pipelines/image-preprocess.ts';
+import { decodeImage } from '../../src/pipelines/vision/image-decode.ts';
+import { ImageClassificationPipeline } from '../../src/pipelines/vision/image-classification.ts';
+import {
+  compilePreprocessor,
+  preprocessImage,
+} from '../../src/pipelines/vision/image-preprocess.ts';
 import { compareDeep } from './compare.ts';
 import { modelPath, readGoldens } from './goldens.ts';
 import { asBatch, forPipeline, GOLDEN, parityCase, unbatch } from './parity-case.ts';

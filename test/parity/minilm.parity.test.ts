@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import {
   FeatureExtractionPipeline,
   type FeatureExtractionOptions,
-} from '../../src/pipelines/feature-extraction.ts';
-import { ModelStore } from '../../src/pipelines/model-store.ts';
+} from '../../src/pipelines/text/feature-extraction.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import type { Pipeline } from '../../src/pipelines/pipeline.ts';
 import { createPipeline } from '../../src/pipelines/registry.ts';
 import { compareDeep } from './compare.ts';

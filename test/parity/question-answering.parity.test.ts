@@ -3,8 +3,8 @@ import {
   QuestionAnsweringPipeline,
   type QuestionAnsweringInput,
   type QuestionAnsweringOptions,
-} from '../../src/pipelines/question-answering.ts';
-import { contextWindows } from '../../src/pipelines/qa-windows.ts';
+} from '../../src/pipelines/text/question-answering.ts';
+import { contextWindows } from '../../src/pipelines/text/qa-windows.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
 import { asBatch, forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';

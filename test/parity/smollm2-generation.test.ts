@@ -5,8 +5,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ModelStore } from '../../src/pipelines/model-store.ts';
-import { TextGenerationPipeline, type ChatMessage } from '../../src/pipelines/text-generation.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import {
+  TextGenerationPipeline,
+  type ChatMessage,
+} from '../../src/pipelines/generation/text-generation.ts';
 import { forPipeline, GOLDEN } from './parity-case.ts';
 
 const FOLDER = join(import.meta.dirname, '..', '..', '.cache', 'models', 'smollm2-135m-instruct');

@@ -1,6 +1,6 @@
 import { afterAll } from 'vitest';
-import { ModelStore } from '../../src/pipelines/model-store.ts';
-import type { LoadedModel } from '../../src/pipelines/model-store.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import { modelPath } from './goldens.ts';
 
 /** One model store per test file, closed when the file is done. */

@@ -2,7 +2,7 @@ import { describe } from 'vitest';
 import {
   TextClassificationPipeline,
   type TextClassificationInput,
-} from '../../src/pipelines/text-classification.ts';
+} from '../../src/pipelines/text/text-classification.ts';
 import { readGoldens } from './goldens.ts';
 import { asBatch, forPipeline, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';

@@ -9,13 +9,13 @@ import {
   stepFeeds,
   type KvState,
   type StepTokens,
-} from '../../src/pipelines/kv-cache.ts';
-import { argmax } from '../../src/pipelines/sampling.ts';
+} from '../../src/pipelines/generation/kv-cache.ts';
+import { argmax } from '../../src/pipelines/generation/sampling.ts';
 import {
   TextGenerationPipeline,
   type ChatMessage,
   type GenerationEvent,
-} from '../../src/pipelines/text-generation.ts';
+} from '../../src/pipelines/generation/text-generation.ts';
 import { compareDeep } from './compare.ts';
 import { readGoldens } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';

@@ -3,7 +3,7 @@ import {
   TokenClassificationPipeline,
   type AggregationStrategy,
   type Entity,
-} from '../../src/pipelines/token-classification.ts';
+} from '../../src/pipelines/text/token-classification.ts';
 import { readGoldens } from './goldens.ts';
 import { asBatch, forPipeline, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';

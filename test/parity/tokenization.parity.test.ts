@@ -2,7 +2,7 @@
 // tokenization goldens: ids, type ids, attention masks, tokens and character offsets.
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { TextTokenizer, type TokenizedText } from '../../src/pipelines/text-tokenizer.ts';
+import { TextTokenizer, type TokenizedText } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { FIXTURES, modelPath, readGoldens, type TokenizationCase } from './goldens.ts';
 
 const MODELS = readdirSync(FIXTURES, { withFileTypes: true })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
-import { ZeroShotClassificationPipeline } from '../../src/pipelines/zero-shot-classification.ts';
+import { ZeroShotClassificationPipeline } from '../../src/pipelines/text/zero-shot-classification.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
 import { asBatch, forPipeline, GOLDEN, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';

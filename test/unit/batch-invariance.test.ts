@@ -2,10 +2,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isBatchInvariant } from '../../src/pipelines/batch-invariance.ts';
-import type { LoadedModel } from '../../src/pipelines/model-store.ts';
+import { isBatchInvariant } from '../../src/pipelines/runtime/batch-invariance.ts';
+import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import type { Pipeline } from '../../src/pipelines/pipeline.ts';
-import { batchSafe, RowByRowPipeline } from '../../src/pipelines/row-by-row.ts';
+import { batchSafe, RowByRowPipeline } from '../../src/pipelines/runtime/row-by-row.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 

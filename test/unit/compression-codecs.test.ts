@@ -12,7 +12,7 @@ import {
   snappyCodec,
   zstdCodec,
   type Codec,
-} from '../../src/consumers/kafka/compression-codecs.ts';
+} from '../../src/connectors/kafka/compression-codecs.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'kafka-compression');
 

@@ -4,12 +4,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkConnections, describeConnections } from '../../src/config/connection-checks.ts';
+import { checkConnections, describeConnections } from '../../src/connectors/connection-checks.ts';
 import { loadConfigFile, parseConfigText } from '../../src/config/load-config.ts';
 import type { WorkerConfig } from '../../src/config/schema.ts';
-import { kafkaSecurityOf, kafkaConnectError } from '../../src/consumers/kafka/kafka-security.ts';
+import { kafkaSecurityOf, kafkaConnectError } from '../../src/connectors/kafka/kafka-security.ts';
 import { ConfigError, ConnectionError } from '../../src/errors.ts';
-import { isFatalRedisError, redisTargetOf } from '../../src/services/redis-connection.ts';
+import { isFatalRedisError, redisTargetOf } from '../../src/connectors/redis/redis-connection.ts';
 
 const TLS = join(import.meta.dirname, '..', 'fixtures', 'tls');
 const CA = join(TLS, 'ca.pem');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { recordBytes } from '../../src/sinks/sink.ts';
-import { deadLetter, DLQ_HEADER_PREFIX, fitDeadLetter } from '../../src/stream/dead-letter.ts';
-import type { SourceRecord } from '../../src/stream/record.ts';
+import { recordBytes } from '../../src/route/sink.ts';
+import { deadLetter, DLQ_HEADER_PREFIX, fitDeadLetter } from '../../src/route/dead-letter.ts';
+import type { SourceRecord } from '../../src/route/record.ts';
 
 function source(valueBytes: number, headerBytes: number): SourceRecord {
   return {

@@ -9,7 +9,7 @@ import {
 import { Engine } from '../../src/engine/engine.ts';
 import type { BatchDone } from '../../src/engine/dispatcher.ts';
 import { createHugot, type Hugot } from '../../src/hugot.ts';
-import type { LabelScore } from '../../src/pipelines/text-classification.ts';
+import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 const models = {

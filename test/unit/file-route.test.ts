@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { createHugot } from '../../src/hugot.ts';
 import { silentLogger } from '../../src/logger.ts';
-import type { LabelScore } from '../../src/pipelines/text-classification.ts';
-import { StreamWorker } from '../../src/stream/stream-worker.ts';
+import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
+import { StreamWorker } from '../../src/worker/stream-worker.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');

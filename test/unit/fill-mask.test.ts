@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, InputError } from '../../src/errors.ts';
-import { FillMaskPipeline } from '../../src/pipelines/fill-mask.ts';
-import { ModelStore } from '../../src/pipelines/model-store.ts';
+import { FillMaskPipeline } from '../../src/pipelines/text/fill-mask.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { modelPath } from '../parity/goldens.ts';
 
 const store = new ModelStore();

@@ -11,7 +11,7 @@ import { Engine } from '../../src/engine/engine.ts';
 import { estimateTokens, inputCost } from '../../src/engine/input-cost.ts';
 import { ConfigError, ProviderUnavailableError } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
-import type { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
+import type { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import {
   compileShard,
   DEFAULT_CUDA_THREADS,

@@ -11,7 +11,7 @@ import {
   UnknownPipelineError,
 } from '../../src/errors.ts';
 import { createHugot, type Hugot } from '../../src/hugot.ts';
-import type { LabelScore } from '../../src/pipelines/text-classification.ts';
+import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 const CLASSIFIER = join(FIXTURES, 'bert-text-classification');

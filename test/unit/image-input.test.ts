@@ -7,8 +7,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { ConfigError } from '../../src/errors.ts';
-import { ImageInputs, ImageRefusedError } from '../../src/stream/image-input.ts';
-import { RecordProcessor, type Submit } from '../../src/stream/processor.ts';
+import { ImageInputs, ImageRefusedError } from '../../src/route/image-input.ts';
+import { RecordProcessor, type Submit } from '../../src/route/processor.ts';
 
 let dir: string;
 let root: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nestsDeeperThan, SpliceRefused, spliceField } from '../../src/stream/json-text.ts';
+import { nestsDeeperThan, SpliceRefused, spliceField } from '../../src/route/json-text.ts';
 
 const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 

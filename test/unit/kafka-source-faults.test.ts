@@ -11,13 +11,13 @@ import type {
   KafkaDriver,
   TopicPartition,
   TopicPartitionOffset,
-} from '../../src/consumers/kafka/driver.ts';
-import { KafkaSource } from '../../src/consumers/kafka/kafka-source.ts';
-import { KafkajsDriver } from '../../src/consumers/kafka/kafkajs-driver.ts';
-import type { SourceDeps, SourceHealth } from '../../src/consumers/source.ts';
+} from '../../src/connectors/kafka/driver.ts';
+import { KafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
+import { KafkajsDriver } from '../../src/connectors/kafka/kafkajs-driver.ts';
+import type { SourceDeps, SourceHealth } from '../../src/connectors/source.ts';
 import { silentLogger } from '../../src/logger.ts';
-import type { Outcome } from '../../src/stream/processor.ts';
-import type { RouteRunner } from '../../src/stream/route-runner.ts';
+import type { Outcome } from '../../src/route/processor.ts';
+import type { RouteRunner } from '../../src/route/route-runner.ts';
 import { waitForProgress } from '../helpers/progress.ts';
 
 const TOPIC = 'in';

@@ -1,4 +1,4 @@
-// The read_committed filter that replaces kafkajs' own (src/consumers/kafka/kafkajs-read-committed.ts):
+// The read_committed filter that replaces kafkajs' own (src/connectors/kafka/kafkajs-read-committed.ts):
 // the broker lists aborted transactions in the order they ended, and kafkajs' filter, reading only
 // the head of that list, delivered records of a transaction that started earlier.
 import { describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import {
   readCommittedFilterActive,
   withoutAborted,
   type FilterableMessage,
-} from '../../src/consumers/kafka/kafkajs-read-committed.ts';
+} from '../../src/connectors/kafka/kafkajs-read-committed.ts';
 
 const ABORT = Buffer.from([0, 0, 0, 0]);
 const COMMIT = Buffer.from([0, 0, 0, 1]);

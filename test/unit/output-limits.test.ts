@@ -2,14 +2,14 @@
 // stalled partition, never earlier outputs written again.
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import type { KafkaProducerDriver, ProducedMessage } from '../../src/consumers/kafka/driver.ts';
+import type { KafkaProducerDriver, ProducedMessage } from '../../src/connectors/kafka/driver.ts';
 import { OutputRejectedError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/logger.ts';
-import { KafkaSink } from '../../src/sinks/kafka-sink.ts';
-import type { Sink } from '../../src/sinks/sink.ts';
-import { RecordProcessor, type Submit } from '../../src/stream/processor.ts';
-import type { OutputRecord, SourceRecord } from '../../src/stream/record.ts';
-import { RouteRunner } from '../../src/stream/route-runner.ts';
+import { KafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
+import type { Sink } from '../../src/route/sink.ts';
+import { RecordProcessor, type Submit } from '../../src/route/processor.ts';
+import type { OutputRecord, SourceRecord } from '../../src/route/record.ts';
+import { RouteRunner } from '../../src/route/route-runner.ts';
 
 const config = parseConfigText(
   `

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inputCost, wordPrefix } from '../../src/engine/input-cost.ts';
-import { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
+import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const texts = readFileSync(join(ROOT, 'test', 'fixtures', 'corpus', 'sample.jsonl'), 'utf8')

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { InferenceError, InputError, SinkError } from '../../src/errors.ts';
-import { RecordProcessor, type Submit, type SubmitContext } from '../../src/stream/processor.ts';
-import type { SourceRecord } from '../../src/stream/record.ts';
+import { RecordProcessor, type Submit, type SubmitContext } from '../../src/route/processor.ts';
+import type { SourceRecord } from '../../src/route/record.ts';
 
 const config = parseConfigText(
   `

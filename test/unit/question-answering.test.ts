@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, InputError } from '../../src/errors.ts';
-import { ModelStore } from '../../src/pipelines/model-store.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import {
   QuestionAnsweringPipeline,
   type QuestionAnsweringInput,
-} from '../../src/pipelines/question-answering.ts';
+} from '../../src/pipelines/text/question-answering.ts';
 import { modelPath } from '../parity/goldens.ts';
 
 const store = new ModelStore();

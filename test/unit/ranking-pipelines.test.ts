@@ -2,12 +2,12 @@
 // pipelines that the Python goldens do not exercise.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InputError } from '../../src/errors.ts';
-import { CrossEncoderPipeline } from '../../src/pipelines/cross-encoder.ts';
-import { TokenClassificationPipeline } from '../../src/pipelines/token-classification.ts';
+import { CrossEncoderPipeline } from '../../src/pipelines/text/cross-encoder.ts';
+import { TokenClassificationPipeline } from '../../src/pipelines/text/token-classification.ts';
 import {
   pythonFormat,
   ZeroShotClassificationPipeline,
-} from '../../src/pipelines/zero-shot-classification.ts';
+} from '../../src/pipelines/text/zero-shot-classification.ts';
 import { useModelStore } from '../parity/store.ts';
 
 const load = useModelStore();

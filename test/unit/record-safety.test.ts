@@ -3,9 +3,9 @@
 // headers travel as they came; every text-bearing field and list has a limit.
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { RecordProcessor, type Outcome, type Submit } from '../../src/stream/processor.ts';
-import { envelopeHeaders } from '../../src/stream/headers.ts';
-import type { SourceRecord } from '../../src/stream/record.ts';
+import { RecordProcessor, type Outcome, type Submit } from '../../src/route/processor.ts';
+import { envelopeHeaders } from '../../src/route/headers.ts';
+import type { SourceRecord } from '../../src/route/record.ts';
 
 function setup(routeYaml: string, task = 'textClassification', limits = '{}') {
   const config = parseConfigText(

@@ -6,7 +6,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { describe, expect, it } from 'vitest';
-import type { OutputRecord, SourceRecord } from '../../src/stream/record.ts';
+import type { OutputRecord, SourceRecord } from '../../src/route/record.ts';
 import { RecordTracing } from '../../src/telemetry/record-tracing.ts';
 
 const INCOMING_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { SourceHealth } from '../../src/consumers/source.ts';
-import { reportRedisOutages } from '../../src/consumers/redis-outage-reporter.ts';
-import { withTraceContext } from '../../src/sinks/bullmq-sink.ts';
+import type { SourceHealth } from '../../src/connectors/source.ts';
+import { reportRedisOutages } from '../../src/connectors/redis/redis-outage-reporter.ts';
+import { withTraceContext } from '../../src/connectors/redis/bullmq-sink.ts';
 
 function fakeConnection(): EventEmitter & Redis {
   // Only on/off/emit are used by the reporter.

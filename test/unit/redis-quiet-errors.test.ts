@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { closeRedis, connectRedis } from '../../src/services/redis-connection.ts';
+import { closeRedis, connectRedis } from '../../src/connectors/redis/redis-connection.ts';
 
 async function closedPort(): Promise<number> {
   const server = createServer();

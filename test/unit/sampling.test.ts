@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../../src/pipelines/random.ts';
-import { chooseToken, type SamplingSettings } from '../../src/pipelines/sampling.ts';
-import { StopSequences } from '../../src/pipelines/stop-sequences.ts';
+import { seededRandom } from '../../src/pipelines/runtime/random.ts';
+import { chooseToken, type SamplingSettings } from '../../src/pipelines/generation/sampling.ts';
+import { StopSequences } from '../../src/pipelines/generation/stop-sequences.ts';
 
 const sample: SamplingSettings = {
   doSample: true,

@@ -13,10 +13,10 @@ import { ModelFolderError } from '../../src/errors.ts';
 import {
   FeatureExtractionPipeline,
   type FeatureExtractionOptions,
-} from '../../src/pipelines/feature-extraction.ts';
-import { ModelStore } from '../../src/pipelines/model-store.ts';
-import { readSentenceTransformersConfig } from '../../src/pipelines/sentence-transformers-config.ts';
-import { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
+} from '../../src/pipelines/text/feature-extraction.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import { readSentenceTransformersConfig } from '../../src/pipelines/runtime/sentence-transformers-config.ts';
+import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'models', 'bert-feature-extraction');
 const FILES = ['config.json', 'model.onnx', 'tokenizer_config.json', 'special_tokens_map.json'];

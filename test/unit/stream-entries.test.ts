@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseEntries } from '../../src/consumers/stream-entries.ts';
-import { envelopeOf } from '../../src/sinks/bullmq-sink.ts';
+import { parseEntries } from '../../src/connectors/redis/stream-entries.ts';
+import { envelopeOf } from '../../src/connectors/redis/bullmq-sink.ts';
 
 const b = (s: string): Buffer => Buffer.from(s);
 

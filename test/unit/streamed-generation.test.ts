@@ -5,20 +5,20 @@
 import { describe, expect, it } from 'vitest';
 import type { RouteConfig } from '../../src/config/schema.ts';
 import { InputError, SinkError } from '../../src/errors.ts';
-import { PartitionLane } from '../../src/consumers/kafka/partition-lane.ts';
+import { PartitionLane } from '../../src/connectors/kafka/partition-lane.ts';
 import type { GenerateOptions } from '../../src/generative/generative-engine.ts';
-import type { GenerationEvent } from '../../src/pipelines/text-generation.ts';
+import type { GenerationEvent } from '../../src/pipelines/generation/text-generation.ts';
 import {
   partialRecord,
   requestIdOf,
   type FinalValue,
   type PartialValue,
-} from '../../src/stream/generation-records.ts';
-import type { OutputRecord, SourceRecord } from '../../src/stream/record.ts';
+} from '../../src/route/generation-records.ts';
+import type { OutputRecord, SourceRecord } from '../../src/route/record.ts';
 import {
   StreamedGeneration,
   type GenerationSubmitter,
-} from '../../src/stream/streamed-generation.ts';
+} from '../../src/route/streamed-generation.ts';
 
 const TOKENS = ['He', 'llo', ' ', 'wor', 'ld', '!', ''];
 

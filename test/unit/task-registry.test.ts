@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { inputCost } from '../../src/engine/input-cost.ts';
 import { InputError } from '../../src/errors.ts';
 import { readsImages, TASK_NAMES, taskDefinition } from '../../src/pipelines/registry.ts';
-import type { TextTokenizer } from '../../src/pipelines/text-tokenizer.ts';
-import { checkInputShape } from '../../src/stream/input-shape.ts';
+import type { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
+import { checkInputShape } from '../../src/route/input-shape.ts';
 
 const limits = { maxTextLength: 10, maxListItems: 2 };
 const check = (task: string, input: unknown): void =>

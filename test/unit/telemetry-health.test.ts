@@ -4,7 +4,7 @@ import { LagMonitor } from '../../src/telemetry/lag-monitor.ts';
 import { statsLine } from '../../src/telemetry/stats-line.ts';
 import { meteredGeneration } from '../../src/telemetry/metered-generation.ts';
 import { childLogger, silentLogger, type Logger } from '../../src/logger.ts';
-import type { GenerationEvent } from '../../src/pipelines/text-generation.ts';
+import type { GenerationEvent } from '../../src/pipelines/generation/text-generation.ts';
 
 afterEach(() => {
   vi.useRealTimers();

@@ -6,9 +6,9 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
-import type { RouteCounters } from '../../src/stream/route-runner.ts';
+import type { RouteCounters } from '../../src/route/route-runner.ts';
 import { Telemetry } from '../../src/telemetry/telemetry.ts';
-import { telemetrySchema } from '../../src/telemetry/telemetry-options.ts';
+import { telemetrySchema } from '../../src/config/telemetry-options.ts';
 import { WorkerMetrics } from '../../src/telemetry/worker-metrics.ts';
 
 /** Reads the metrics back in memory, as a scrape would. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WriteAttempts } from '../../src/consumers/kafka/write-attempts.ts';
+import { WriteAttempts } from '../../src/connectors/kafka/write-attempts.ts';
 
 describe('WriteAttempts', () => {
   it('counts failures per record, not outages, until maxAttempts', () => {

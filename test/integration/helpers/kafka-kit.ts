@@ -2,7 +2,7 @@
 // with keys and headers, reading a whole topic back (read_committed or not), committed offsets,
 // and a worker config for a Kafka -> Kafka route.
 // Before kafkajs: read_committed reads must not see aborted records (kafkajs-read-committed.ts).
-import { readCommittedFilterActive } from '../../../src/consumers/kafka/kafkajs-read-committed.ts';
+import { readCommittedFilterActive } from '../../../src/connectors/kafka/kafkajs-read-committed.ts';
 import { Kafka, logLevel, type Admin, type IHeaders, type KafkaConfig } from 'kafkajs';
 import { DEFAULT_STALL_MS, waitForProgress } from '../../helpers/progress.ts';
 import { CLS_MODEL } from '../../helpers/redis-routes.ts';

@@ -1,0 +1,46 @@
+// Sink type in the config -> the class that writes it.
+import type { SinkConfig, WorkerConfig } from '../config/schema.ts';
+import type { Logger } from '../logger.ts';
+import { redisTargetOf } from './redis/redis-connection.ts';
+import { BullmqSink } from './redis/bullmq-sink.ts';
+import { kafkaDriverFor } from './kafka/driver-for.ts';
+import { FileSink } from './file/file-sink.ts';
+import { KafkaSink } from './kafka/kafka-sink.ts';
+import { RedisStreamSink } from './redis/redis-stream-sink.ts';
+import type { Sink } from '../route/sink.ts';
+
+export interface SinkContext {
+  config: WorkerConfig;
+  logger: Logger;
+  /** Dead letters keep headers and raw bytes; outputs are written as their value. */
+  deadLetters: boolean;
+}
+
+export function createSink(sink: SinkConfig, context: SinkContext): Sink | undefined {
+  switch (sink.type) {
+    case 'file':
+      return new FileSink(sink.path, context.deadLetters);
+    case 'bullmq-result':
+      // The BullMQ source returns the output as the job's result; nothing else to write.
+      return undefined;
+    case 'bullmq':
+      return new BullmqSink({
+        redis: redisTargetOf(context.config, 'sink'),
+        queue: sink.queue,
+        jobName: sink.jobName,
+        deadLetters: context.deadLetters,
+      });
+    case 'redis-stream':
+      return new RedisStreamSink({
+        redis: redisTargetOf(context.config, 'sink'),
+        stream: sink.stream,
+        ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
+      });
+    case 'kafka':
+      return new KafkaSink(
+        sink.topic,
+        kafkaDriverFor(context.config, context.logger).producer(),
+        sink.maxMessageBytes,
+      );
+  }
+}

@@ -1,0 +1,21 @@
+// Source type in the config -> the class that reads it.
+import { BullmqSource } from './redis/bullmq-source.ts';
+import { FileSource } from './file/file-source.ts';
+import { kafkaDriverFor } from './kafka/driver-for.ts';
+import { KafkaSource } from './kafka/kafka-source.ts';
+import { RedisStreamSource } from './redis/redis-stream-source.ts';
+import type { Source, SourceDeps } from './source.ts';
+
+export function createSource(deps: SourceDeps): Source {
+  const source = deps.route.source;
+  switch (source.type) {
+    case 'file':
+      return new FileSource(source.path, deps);
+    case 'bullmq':
+      return new BullmqSource({ queue: source.queue, concurrency: source.concurrency }, deps);
+    case 'redis-stream':
+      return new RedisStreamSource(source, deps);
+    case 'kafka':
+      return new KafkaSource(source, deps, kafkaDriverFor(deps.config, deps.logger));
+  }
+}

@@ -1,0 +1,120 @@
+// The few Kafka operations the source and sink need, so that the client library is a choice:
+// kafkajs today (kafkajs-driver.ts), a maintained client such as @platformatic/kafka later,
+// without touching the source, the offset tracking or the sinks.
+import type { Headers } from '../../route/record.ts';
+
+export interface TopicPartition {
+  topic: string;
+  partition: number;
+}
+
+export interface TopicPartitionOffset extends TopicPartition {
+  /** The next offset to read (the last processed offset + 1), as Kafka commits it. */
+  offset: string;
+}
+
+export interface DriverMessage {
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  /** As they came: byte values, a repeated name's values in order. */
+  headers: Headers;
+}
+
+export interface DriverBatch extends TopicPartition {
+  messages: DriverMessage[];
+  /**
+   * Marks a message as taken: the next fetch of this partition starts after it. Messages left
+   * unresolved are fetched again (after a resume). Taking is not committing.
+   */
+  resolve(offset: string): void;
+  /** True when a seek or a rebalance made this batch obsolete. */
+  isStale(): boolean;
+}
+
+export interface ConsumerRunOptions {
+  /** Must return quickly: a driver may hold heartbeats while it runs. */
+  onBatch(batch: DriverBatch): Promise<void> | void;
+}
+
+export interface ConsumerOptions {
+  groupId: string;
+  /** Only committed transactional records are read (exactly-once). */
+  readCommitted: boolean;
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+}
+
+export interface KafkaConsumerDriver {
+  connect(): Promise<void>;
+  subscribe(topic: string, fromBeginning: boolean): Promise<void>;
+  /** Starts fetching; resolves once the fetch loop runs (not when it ends). */
+  run(options: ConsumerRunOptions): Promise<void>;
+  pause(partitions: TopicPartition[]): void;
+  resume(partitions: TopicPartition[]): void;
+  /** Next fetch of the partition starts at `offset` (a rewind after an aborted transaction). */
+  seek(position: TopicPartitionOffset): void;
+  commit(offsets: TopicPartitionOffset[]): Promise<void>;
+  /** The group's committed offsets for a topic (read from the coordinator, not from memory). */
+  committed(topic: string): Promise<TopicPartitionOffset[]>;
+  /**
+   * Per partition of the topic: its high watermark minus the group's committed offset (or its
+   * earliest offset when nothing is committed). Asked of the brokers, not kept in memory.
+   */
+  lag?(topic: string): Promise<{ partition: number; lag: number }[]>;
+  /**
+   * Called with this member's whole assignment after every (re)join. Partitions not listed were
+   * revoked or lost; partitions listed restart from their committed offsets.
+   */
+  onAssignment(listener: (assigned: TopicPartition[]) => void): void;
+  /**
+   * Called when the consumer stopped after a failure (a broker gone, a coordinator lost). It
+   * stays stopped until restart(): the source owns the backoff. pause/resume/seek while it is
+   * stopped are no-ops, because the rejoin after restart() starts every partition from its
+   * commit and the source re-applies its flow at that assignment.
+   */
+  onCrash(listener: (err: Error) => void): void;
+  /** Connects and runs again with run()'s options and subscriptions, after a crash. */
+  restart(): Promise<void>;
+  /** Stops fetching, leaves the group and closes connections. */
+  disconnect(): Promise<void>;
+}
+
+export interface ProducedMessage {
+  key: Buffer | null;
+  value: Buffer;
+  headers: Headers;
+}
+
+export interface KafkaProducerDriver {
+  connect(): Promise<void>;
+  /** acks=all on an idempotent producer; resolves when the broker acknowledged every message. */
+  send(topic: string, messages: ProducedMessage[]): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+export interface KafkaTransaction {
+  send(topic: string, messages: ProducedMessage[]): Promise<void>;
+  /** The consumed offsets, committed with the transaction's outputs or not at all. */
+  sendOffsets(groupId: string, offsets: TopicPartitionOffset[]): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+export interface KafkaTransactionalProducerDriver {
+  /** Registers the transactional id; fences (and aborts the open transaction of) an older holder. */
+  connect(): Promise<void>;
+  transaction(): Promise<KafkaTransaction>;
+  disconnect(): Promise<void>;
+}
+
+export interface TransactionalProducerOptions {
+  transactionalId: string;
+  transactionTimeoutMs: number;
+}
+
+export interface KafkaDriver {
+  consumer(options: ConsumerOptions): KafkaConsumerDriver;
+  producer(): KafkaProducerDriver;
+  transactionalProducer(options: TransactionalProducerOptions): KafkaTransactionalProducerDriver;
+}

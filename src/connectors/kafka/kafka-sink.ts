@@ -1,0 +1,138 @@
+// Outputs (or dead letters) to a Kafka topic: the input key kept, headers propagated, acks=all
+// on an idempotent producer. Writes that arrive while a send is in flight go out together in the
+// next send, so a busy route produces in batches without waiting for a timer. A send holds at
+// most maxRecordBytes (the broker's message.max.bytes bounds a record batch, not a message), and a
+// send the broker refuses for its size or content is retried one message at a time, so only the
+// offending output is rejected (OutputRejectedError: its record goes to the DLQ) and no other is
+// written twice. Under exactly-once delivery the Kafka source takes the writes into its partition
+// transactions instead.
+import type { KafkaProducerDriver, ProducedMessage } from './driver.ts';
+import { OutputRejectedError } from '../../errors.ts';
+import type { OutputRecord } from '../../route/record.ts';
+import { recordBytes, type Sink, type TransactionStager } from '../../route/sink.ts';
+
+const MAX_BATCH = 1000;
+
+/** Broker answers that refuse a message for what it is: sending it again cannot succeed. */
+const REJECTIONS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+interface Waiting {
+  message: ProducedMessage;
+  bytes: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class KafkaSink implements Sink {
+  readonly topic: string;
+  readonly maxRecordBytes: number;
+  private readonly producer: KafkaProducerDriver;
+  private connected: Promise<void> | undefined;
+  private readonly waiting: Waiting[] = [];
+  private sending: Promise<void> | undefined;
+  private stager: TransactionStager | undefined;
+
+  /** `maxRecordBytes`: the topic's max message size (default 1 MiB, the broker's default). */
+  constructor(topic: string, producer: KafkaProducerDriver, maxRecordBytes = 1_048_576) {
+    this.topic = topic;
+    this.producer = producer;
+    this.maxRecordBytes = maxRecordBytes;
+  }
+
+  /** Exactly-once: from now on writes join the source's transactions (this producer stays idle). */
+  useTransactions(stager: TransactionStager): void {
+    this.stager = stager;
+  }
+
+  write(record: OutputRecord): Promise<void> {
+    if (this.stager !== undefined) {
+      try {
+        this.stager.stage(this.topic, record);
+        return Promise.resolve();
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    return new Promise((resolve, reject) => {
+      this.waiting.push({
+        message: { key: record.key, value: record.value, headers: record.headers },
+        bytes: recordBytes(record),
+        resolve,
+        reject,
+      });
+      this.sending ??= this.sendAll().finally(() => (this.sending = undefined));
+    });
+  }
+
+  async close(): Promise<void> {
+    while (this.sending !== undefined) await this.sending;
+    if (this.connected !== undefined) await this.producer.disconnect();
+  }
+
+  private async sendAll(): Promise<void> {
+    this.connected ??= this.producer.connect();
+    try {
+      await this.connected;
+    } catch (err) {
+      this.connected = undefined;
+      for (const w of this.waiting.splice(0)) w.reject(err);
+      return;
+    }
+    // Let the writes of this tick join the first send.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, this.batchLength());
+      try {
+        await this.producer.send(
+          this.topic,
+          batch.map((w) => w.message),
+        );
+        for (const w of batch) w.resolve();
+      } catch (err) {
+        if (!isRejection(err)) for (const w of batch) w.reject(err);
+        else if (batch.length === 1) for (const w of batch) w.reject(rejected(err));
+        else await this.sendOneByOne(batch);
+      }
+    }
+  }
+
+  /** How many waiting writes the next send takes: up to MAX_BATCH and maxRecordBytes together. */
+  private batchLength(): number {
+    let bytes = 0;
+    let length = 0;
+    for (const w of this.waiting) {
+      if (length === MAX_BATCH || (length > 0 && bytes + w.bytes > this.maxRecordBytes)) break;
+      bytes += w.bytes;
+      length += 1;
+    }
+    return length;
+  }
+
+  private async sendOneByOne(batch: Waiting[]): Promise<void> {
+    for (const w of batch) {
+      try {
+        await this.producer.send(this.topic, [w.message]);
+        w.resolve();
+      } catch (err) {
+        w.reject(isRejection(err) ? rejected(err) : err);
+      }
+    }
+  }
+}
+
+/** kafkajs wraps a protocol error (which carries the type) in a non-retriable error (which keeps its message). */
+function isRejection(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && REJECTIONS.has(type)) return true;
+    if (/larger than the max message size|record list.*too large/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+function rejected(err: unknown): OutputRejectedError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new OutputRejectedError(`the Kafka broker refused the output: ${message}`, {
+    cause: err,
+  });
+}

@@ -1,0 +1,46 @@
+// XADD per record. Entry layout (the same one the Redis Streams source reads): field `value`
+// holds the record bytes as they are (a dead letter's may be neither JSON nor UTF-8), field `key`
+// the key when there is one, and every header is a field of its own. A header that happens to be
+// named `value` or `key` is written as `header.value` / `header.key` so it cannot shadow them.
+import type { Redis } from 'ioredis';
+import { closeRedis, connectRedis, type RedisTarget } from './redis-connection.ts';
+import { headerPairs } from '../../route/headers.ts';
+import type { OutputRecord } from '../../route/record.ts';
+import type { Sink } from '../../route/sink.ts';
+
+export interface RedisStreamSinkOptions {
+  redis: RedisTarget;
+  stream: string;
+  /** Trims the stream to about this many entries (MAXLEN ~): Redis trims whole nodes, cheaply. */
+  maxLength?: number;
+}
+
+export const RESERVED_FIELDS: ReadonlySet<string> = new Set(['value', 'key']);
+
+export class RedisStreamSink implements Sink {
+  private readonly options: RedisStreamSinkOptions;
+  private readonly client: Redis;
+
+  constructor(options: RedisStreamSinkOptions) {
+    this.options = options;
+    this.client = connectRedis(options.redis, `hugot-stream-sink-${options.stream}`, {
+      autoPipelining: true,
+    });
+  }
+
+  async write(record: OutputRecord): Promise<void> {
+    const args: (string | Buffer | number)[] = [];
+    if (this.options.maxLength !== undefined) args.push('MAXLEN', '~', this.options.maxLength);
+    args.push('*', 'value', record.value);
+    if (record.key !== null) args.push('key', record.key);
+    // A repeated header becomes a repeated field; bytes go as they are.
+    for (const [name, value] of headerPairs(record.headers)) {
+      args.push(RESERVED_FIELDS.has(name) ? `header.${name}` : name, value);
+    }
+    await this.client.xadd(this.options.stream, ...args);
+  }
+
+  async close(): Promise<void> {
+    await closeRedis(this.client);
+  }
+}

@@ -1,0 +1,51 @@
+// A source pulls records from somewhere and hands each to its route, acknowledging a record to
+// its broker only once the route has written its output (or its dead letter).
+import type { Pressure } from '../batching/batch-queue.ts';
+import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
+import type { Logger } from '../logger.ts';
+import type { Sink } from '../route/sink.ts';
+import type { RouteRunner } from '../route/route-runner.ts';
+
+export interface SourceDeps {
+  route: RouteConfig;
+  config: WorkerConfig;
+  runner: RouteRunner;
+  /** The route's pipeline queue says 'pause' when it is full and 'resume' when it drained. */
+  onPressure: (listener: (pressure: Pressure) => void) => () => void;
+  /** The route's sinks, for sources that must coordinate with them (Kafka transactions). */
+  sink: Sink | undefined;
+  dlq: Sink | undefined;
+  logger: Logger;
+  /**
+   * Hears the source's connection state: 'degraded' while it reconnects to its broker (it keeps
+   * trying, with backoff), 'healthy' once it reads again, 'failed' when it gave up for good
+   * (the worker then stops; a source never exits the process itself).
+   */
+  onHealth?: (health: SourceHealth) => void;
+  /** Hears what operators count (metrics): a failed commit or acknowledgement, a rebalance. */
+  onEvent?: (event: SourceEvent) => void;
+}
+
+export type SourceEvent = 'commit-failed' | 'rebalance';
+
+/** Records a source's broker holds that this route has not processed yet, per partition. */
+export interface LagSample {
+  /** A Kafka partition number; the queue or stream name elsewhere. */
+  partition: string;
+  lag: number;
+}
+
+export type SourceHealth =
+  | { state: 'healthy' }
+  | { state: 'degraded'; reason: string; attempt: number; sinceMs: number }
+  | { state: 'failed'; reason: string };
+
+export interface Source {
+  start(): Promise<void>;
+  /** For finite sources (a file): resolves when every record was read and handled. */
+  readonly finished: Promise<void> | undefined;
+  /** Stops taking records, lets those in flight finish, acknowledges what was written, disconnects. */
+  stop(): Promise<void>;
+  /** Asks the broker how far behind the route is (metrics); absent for sources without lag. */
+  lag?(): Promise<LagSample[]>;
+}

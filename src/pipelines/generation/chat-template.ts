@@ -1,0 +1,86 @@
+// Chat messages -> prompt text through the model's Jinja chat template (tokenizer_config.json), as
+// Python's tokenizer.apply_chat_template renders it.
+import { Template } from '@huggingface/jinja';
+import { InputError, ModelFolderError } from '../../errors.ts';
+import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+export interface RenderOptions {
+  /** Append the assistant header so the model answers (Python's add_generation_prompt). */
+  addGenerationPrompt: boolean;
+  /** Leave the last message open so the model continues it (Python's continue_final_message). */
+  continueFinalMessage: boolean;
+}
+
+export class ChatTemplate {
+  private readonly template: Template;
+  private readonly context: Record<string, unknown>;
+
+  private constructor(template: Template, context: Record<string, unknown>) {
+    this.template = template;
+    this.context = context;
+  }
+
+  /** The tokenizer's default chat template, or undefined when it declares none. */
+  static fromTokenizer(tokenizer: TextTokenizer): ChatTemplate | undefined {
+    const declared = tokenizer.config.chat_template;
+    const source =
+      typeof declared === 'string'
+        ? declared
+        : Array.isArray(declared)
+          ? declared.find((t) => t.name === 'default')?.template
+          : undefined;
+    if (source === undefined) return undefined;
+    let template: Template;
+    try {
+      template = new Template(source);
+    } catch (cause) {
+      throw new ModelFolderError(
+        `the chat_template in ${tokenizer.folder}/tokenizer_config.json does not parse: ${String(cause)}`,
+        { cause, field: 'chat_template' },
+      );
+    }
+    const { special } = tokenizer;
+    // Python passes the special tokens map into the template's namespace (the Jinja runtime
+    // already provides raise_exception).
+    const context: Record<string, unknown> = {
+      bos_token: special.bos ?? '',
+      eos_token: special.eos ?? '',
+      pad_token: special.pad ?? '',
+      unk_token: special.unk ?? '',
+    };
+    return new ChatTemplate(template, context);
+  }
+
+  render(messages: readonly ChatMessage[], options: RenderOptions): string {
+    let text: string;
+    try {
+      text = this.template.render({
+        ...this.context,
+        messages,
+        add_generation_prompt: options.addGenerationPrompt,
+      });
+    } catch (cause) {
+      throw new InputError(`chat template could not render the messages: ${String(cause)}`, {
+        cause,
+        field: 'messages',
+      });
+    }
+    const last = messages[messages.length - 1];
+    return options.continueFinalMessage && last !== undefined ? cutAfter(text, last.content) : text;
+  }
+}
+
+/** Python's continue_final_message: end the prompt right after the last message's content. */
+function cutAfter(rendered: string, content: string): string {
+  const at = rendered.lastIndexOf(content.trim());
+  if (at < 0) return rendered;
+  const lead = content.trimStart();
+  return rendered.slice(at, at + lead.length) === content
+    ? rendered.slice(0, at + lead.length)
+    : rendered.slice(0, at + content.trim().length);
+}

@@ -1,0 +1,97 @@
+// What one generating sequence has produced so far, and the rules that end it: the token choice
+// from the logits, EOS, max new tokens, stop sequences matched on the decoded text, and how much
+// text a stream may show yet. The single-request pipeline and the batched engine both drive one
+// of these per sequence, so a token means the same thing on either path.
+import type { GenerationSettings } from './generation-options.ts';
+import { randomSeed, seededRandom } from '../runtime/random.ts';
+import { chooseToken } from './sampling.ts';
+import { StopSequences } from './stop-sequences.ts';
+
+export type FinishReason = 'eos' | 'length' | 'stop';
+
+export interface GenerationResult {
+  /** The generated text only (not the prompt), without special tokens or the stop sequence. */
+  text: string;
+  /** Every generated token, the EOS token included when generation ended on one. */
+  tokenIds: number[];
+  finishReason: FinishReason;
+  promptTokens: number;
+  generatedTokens: number;
+}
+
+export interface TokenStep {
+  tokenId: number;
+  /** Text this token settled; the texts of all steps add up to the result's text. */
+  text: string;
+  done: boolean;
+}
+
+/** Token ids to text, as the pipeline's tokenizer decodes a generated sequence. */
+export type DecodeText = (ids: readonly number[]) => Promise<string>;
+
+export class GenerationProgress {
+  readonly promptTokens: number;
+  private readonly settings: GenerationSettings;
+  private readonly stops: StopSequences;
+  private readonly random: () => number;
+  private readonly history: number[];
+  private readonly generated: number[] = [];
+  private text = '';
+  private shown = 0;
+  private finish: FinishReason | undefined;
+
+  constructor(promptIds: readonly number[], settings: GenerationSettings) {
+    this.promptTokens = promptIds.length;
+    this.settings = settings;
+    this.stops = new StopSequences(settings.stopSequences);
+    this.random = seededRandom(settings.seed ?? randomSeed());
+    this.history = [...promptIds];
+  }
+
+  get done(): boolean {
+    return this.finish !== undefined;
+  }
+
+  get generatedTokens(): number {
+    return this.generated.length;
+  }
+
+  /** The next token from the last position's logits (which it may overwrite). */
+  choose(logits: Float32Array): number {
+    if (this.generated.length < this.settings.minNewTokens) {
+      // Python's MinNewTokensLengthLogitsProcessor: EOS cannot win before the minimum.
+      for (const eos of this.settings.eosTokenIds) if (eos < logits.length) logits[eos] = -Infinity;
+    }
+    return chooseToken(logits, this.history, this.settings.sampling, this.random);
+  }
+
+  /** Records a chosen token and says what text it settled and whether the sequence ended. */
+  async accept(id: number, decode: DecodeText): Promise<TokenStep> {
+    this.generated.push(id);
+    this.history.push(id);
+    this.text = await decode(this.generated);
+    const stop = this.stops.find(this.text);
+    if (stop !== undefined) {
+      this.text = this.text.slice(0, stop.index);
+      this.finish = 'stop';
+    } else if (this.settings.eosTokenIds.has(id)) this.finish = 'eos';
+    else if (this.generated.length >= this.settings.maxNewTokens) this.finish = 'length';
+    const done = this.finish !== undefined;
+    const visible = done
+      ? this.text.length
+      : Math.max(this.shown, this.stops.settledLength(this.text));
+    const text = this.text.slice(this.shown, visible);
+    this.shown = visible;
+    return { tokenId: id, text, done };
+  }
+
+  result(): GenerationResult {
+    return {
+      text: this.text,
+      tokenIds: [...this.generated],
+      finishReason: this.finish ?? 'length',
+      promptTokens: this.promptTokens,
+      generatedTokens: this.generated.length,
+    };
+  }
+}

@@ -1,0 +1,231 @@
+// The key/value cache of a decoder exported with past inputs (Optimum's decoder-with-past layout:
+// past_key_values.{i}.key/.value in, present.{i}.key/.value out, [batch, kv heads, length, head dim]).
+// A KvState is the cache of a batch of rows after some steps; `stepFeeds` builds the feeds of one
+// step from it and `advance` turns that step's outputs into the next state. Nothing here decides
+// which token comes next, so the same functions serve one request or a continuously batched set.
+import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { InferenceError, ModelFolderError } from '../../errors.ts';
+import { asKvDataType, floatData, zerosTensor, type KvDataType } from './kv-dtype.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import type { Feeds } from '../runtime/tensors.ts';
+
+export interface KvLayout {
+  /** Cache input names in feed order: layer 0 key, layer 0 value, layer 1 key, ... */
+  pastNames: readonly string[];
+  /** The output that becomes each past input on the next step, in the same order. */
+  presentNames: readonly string[];
+  kvHeads: number;
+  headDim: number;
+  dtype: KvDataType;
+  logitsName: string;
+  hasPositionIds: boolean;
+  /** Optimum's merged decoders switch between prefill and decode with this boolean input. */
+  hasUseCacheBranch: boolean;
+}
+
+export interface KvState {
+  batch: number;
+  /** Cache tensors in `KvLayout.pastNames` order. */
+  past: readonly Tensor[];
+  pastLength: number;
+  /** Per row, 1 for a real token and 0 for padding, over the cached positions. */
+  attentionMask: readonly (readonly number[])[];
+  /** Per row, how many real tokens the cache holds: the position of the next real token. */
+  realTokens: readonly number[];
+}
+
+/** One step's new tokens: rows of equal length, padded on the left where `mask` is 0. */
+export interface StepTokens {
+  ids: readonly (readonly number[])[];
+  mask?: readonly (readonly number[])[];
+}
+
+export interface StepResult {
+  /** Per row, the logits of the last position (the next-token distribution), as float32. */
+  logits: Float32Array[];
+  state: KvState;
+}
+
+const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
+
+export function kvLayoutOf(model: LoadedModel): KvLayout {
+  const pastNames = model.inputNames.filter((n) => PAST.test(n)).sort(byLayerThenKind);
+  if (pastNames.length === 0 || pastNames.length % 2 !== 0) {
+    throw new ModelFolderError(
+      `${model.onnxPath} has no past_key_values.{i}.key/.value inputs; export it with its cache ` +
+        `(optimum-cli export onnx --task text-generation-with-past)`,
+      { field: 'onnxFile' },
+    );
+  }
+  const presentNames = pastNames.map((name) => {
+    const present = name.replace(/^past_key_values\./, 'present.');
+    if (!model.outputNames.includes(present))
+      throw new ModelFolderError(`${model.onnxPath} has ${name} but no output ${present}`, {
+        field: 'onnxFile',
+      });
+    return present;
+  });
+  const meta = model.session.inputMetadata.find((m) => m.name === pastNames[0]);
+  const shape = meta !== undefined && meta.isTensor ? meta.shape : [];
+  const raw = model.config.raw;
+  const heads = numberOr(raw['num_attention_heads']);
+  const hidden = numberOr(raw['hidden_size']);
+  const kvHeads = dimOr(shape[1], numberOr(raw['num_key_value_heads']) ?? heads);
+  const headDim = dimOr(
+    shape[3],
+    numberOr(raw['head_dim']) ??
+      (hidden !== undefined && heads !== undefined ? hidden / heads : undefined),
+  );
+  if (kvHeads === undefined || headDim === undefined)
+    throw new ModelFolderError(
+      `cannot tell the cache shape of ${model.onnxPath}: its inputs have symbolic head sizes and ` +
+        `config.json has no num_key_value_heads/head_dim`,
+      { field: 'config.json' },
+    );
+  return {
+    pastNames,
+    presentNames,
+    kvHeads,
+    headDim,
+    dtype: asKvDataType(meta !== undefined && meta.isTensor ? meta.type : 'float32', pastNames[0]!),
+    logitsName: model.outputNames.includes('logits')
+      ? 'logits'
+      : (model.outputNames[0] ?? 'logits'),
+    hasPositionIds: model.inputNames.includes('position_ids'),
+    hasUseCacheBranch: model.inputNames.includes('use_cache_branch'),
+  };
+}
+
+/** The state before the prompt: an empty cache (past length 0), as Python's first step. */
+export function emptyKvState(layout: KvLayout, batch: number): KvState {
+  const dims = [batch, layout.kvHeads, 0, layout.headDim];
+  return {
+    batch,
+    past: layout.pastNames.map(() => zerosTensor(layout.dtype, dims)),
+    pastLength: 0,
+    attentionMask: Array.from({ length: batch }, () => []),
+    realTokens: Array.from({ length: batch }, () => 0),
+  };
+}
+
+/**
+ * Left-pads prompts to one length, as Python pads decoder batches, so that every row's next
+ * token sits in the last column.
+ */
+export function leftPad(rows: readonly (readonly number[])[], padId: number): StepTokens {
+  const width = rows.reduce((max, r) => Math.max(max, r.length), 0);
+  return {
+    ids: rows.map((r) => [...Array.from({ length: width - r.length }, () => padId), ...r]),
+    mask: rows.map((r) => [
+      ...Array.from({ length: width - r.length }, () => 0),
+      ...r.map(() => 1),
+    ]),
+  };
+}
+
+export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens): Feeds {
+  const { ids } = tokens;
+  const mask = tokens.mask ?? ids.map((r) => r.map(() => 1));
+  if (ids.length !== state.batch)
+    throw new InferenceError(`step has ${ids.length} rows but the cache holds ${state.batch}`);
+  const width = ids[0]?.length ?? 0;
+  const total = state.pastLength + width;
+  const idData = new BigInt64Array(state.batch * width);
+  const positionData = new BigInt64Array(state.batch * width);
+  const maskData = new BigInt64Array(state.batch * total);
+  for (let r = 0; r < state.batch; r += 1) {
+    const rowIds = ids[r] ?? [];
+    const rowMask = mask[r] ?? [];
+    if (rowIds.length !== width || rowMask.length !== width)
+      throw new InferenceError(`step row ${r} has ${rowIds.length} tokens, expected ${width}`);
+    const pastMask = state.attentionMask[r] ?? [];
+    for (let c = 0; c < state.pastLength; c += 1)
+      maskData[r * total + c] = BigInt(pastMask[c] ?? 0);
+    let seen = state.realTokens[r] ?? 0;
+    for (let c = 0; c < width; c += 1) {
+      const real = rowMask[c] ?? 0;
+      idData[r * width + c] = BigInt(rowIds[c] ?? 0);
+      maskData[r * total + state.pastLength + c] = BigInt(real);
+      // Python: cumsum(attention_mask) - 1 over real tokens; padding positions get a harmless 1.
+      positionData[r * width + c] = BigInt(real === 1 ? seen : 1);
+      if (real === 1) seen += 1;
+    }
+  }
+  const feeds: Feeds = {
+    input_ids: new Tensor('int64', idData, [state.batch, width]),
+    attention_mask: new Tensor('int64', maskData, [state.batch, total]),
+  };
+  if (layout.hasPositionIds)
+    feeds['position_ids'] = new Tensor('int64', positionData, [state.batch, width]);
+  if (layout.hasUseCacheBranch)
+    feeds['use_cache_branch'] = new Tensor('bool', [state.pastLength > 0], [1]);
+  layout.pastNames.forEach((name, i) => {
+    feeds[name] = state.past[i] as Tensor;
+  });
+  return feeds;
+}
+
+/** The state after a step: the presents become the past, the step's mask joins the cache's. */
+export function advance(
+  layout: KvLayout,
+  state: KvState,
+  tokens: StepTokens,
+  outputs: Record<string, Tensor>,
+): KvState {
+  const width = tokens.ids[0]?.length ?? 0;
+  const mask = tokens.mask ?? tokens.ids.map((r) => r.map(() => 1));
+  return {
+    batch: state.batch,
+    past: layout.presentNames.map((name) => {
+      const tensor = outputs[name];
+      if (tensor === undefined) throw new InferenceError(`the model returned no '${name}'`);
+      return tensor;
+    }),
+    pastLength: state.pastLength + width,
+    attentionMask: state.attentionMask.map((row, r) => [...row, ...(mask[r] ?? [])]),
+    realTokens: state.realTokens.map(
+      (n, r) => n + (mask[r] ?? []).reduce((a: number, b) => a + b, 0),
+    ),
+  };
+}
+
+/** Runs one step: feeds from the state and the new tokens, last-position logits and next state. */
+export async function runStep(
+  session: InferenceSession,
+  layout: KvLayout,
+  state: KvState,
+  tokens: StepTokens,
+): Promise<StepResult> {
+  let outputs: InferenceSession.ReturnType;
+  try {
+    outputs = await session.run(stepFeeds(layout, state, tokens), [
+      layout.logitsName,
+      ...layout.presentNames,
+    ]);
+  } catch (cause) {
+    throw new InferenceError(`decoder step failed: ${String(cause)}`, { cause });
+  }
+  const logits = outputs[layout.logitsName];
+  if (logits === undefined)
+    throw new InferenceError(`the model returned no '${layout.logitsName}'`);
+  const data = floatData(logits, layout.logitsName);
+  const [batch = 0, seq = 0, vocab = 0] = logits.dims;
+  const last = Array.from({ length: batch }, (_, r) =>
+    data.slice((r * seq + seq - 1) * vocab, (r * seq + seq) * vocab),
+  );
+  return { logits: last, state: advance(layout, state, tokens, outputs) };
+}
+
+function byLayerThenKind(a: string, b: string): number {
+  const [, la = '0', ka = ''] = PAST.exec(a) ?? [];
+  const [, lb = '0', kb = ''] = PAST.exec(b) ?? [];
+  return Number(la) - Number(lb) || ka.localeCompare(kb);
+}
+
+function numberOr(value: unknown): number | undefined {
+  return typeof value === 'number' ? value : undefined;
+}
+
+function dimOr(dim: unknown, fallback: number | undefined): number | undefined {
+  return typeof dim === 'number' && dim > 0 ? dim : fallback;
+}

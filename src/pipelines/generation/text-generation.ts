@@ -1,0 +1,224 @@
+// Causal language model generation for one request at a time, with the KV cache: the prompt is
+// prefilled against an empty cache, then one token per step feeds the last step's presents back as
+// the past. Greedy decoding gives Python generate()'s tokens; sampling is reproducible by seed.
+// This is the reference path that batched engines are checked against.
+import { InputError } from '../../errors.ts';
+import { ChatTemplate, type ChatMessage } from './chat-template.ts';
+import {
+  generationOptionsSchema,
+  mergeOptions,
+  parseGenerationOptions,
+  readGenerationDefaults,
+  resolveSettings,
+  type GenerationDefaults,
+  type GenerationOptions,
+  type GenerationSettings,
+  type ParsedGenerationOptions,
+} from './generation-options.ts';
+import { emptyKvState, kvLayoutOf, runStep, type KvLayout, type StepTokens } from './kv-cache.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
+import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
+import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
+
+export type { ChatMessage } from './chat-template.ts';
+export type { GenerationOptions as TextGenerationOptions } from './generation-options.ts';
+
+/** A prompt, or chat messages rendered through the model's chat template. */
+export type TextGenerationInput =
+  string | readonly ChatMessage[] | { messages: readonly ChatMessage[] };
+
+export type { FinishReason, GenerationResult } from './generation-progress.ts';
+
+/** A stream yields one `token` event per generated token, then `done`. */
+export type GenerationEvent =
+  | {
+      type: 'token';
+      tokenId: number;
+      /** Text this token settled; the texts of all token events add up to the result's text. */
+      text: string;
+    }
+  | { type: 'done'; result: GenerationResult };
+
+export type Prompt = { kind: 'text'; text: string } | { kind: 'chat'; messages: ChatMessage[] };
+
+const TASK = 'textGeneration';
+
+export class TextGenerationPipeline implements Pipeline<TextGenerationInput, GenerationResult> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  readonly layout: KvLayout;
+  private readonly tokenizer: TextTokenizer;
+  private readonly options: ParsedGenerationOptions;
+  private readonly chatTemplate: ChatTemplate | undefined;
+  private defaults: Promise<GenerationDefaults> | undefined;
+
+  constructor(model: LoadedModel, options: GenerationOptions = {}) {
+    this.model = model;
+    this.tokenizer = requireTokenizer(model, TASK);
+    this.options = parseGenerationOptions(options);
+    this.layout = kvLayoutOf(model);
+    this.chatTemplate = ChatTemplate.fromTokenizer(this.tokenizer);
+  }
+
+  /** Generates for each input in turn (one request at a time); results in input order. */
+  async run(inputs: readonly TextGenerationInput[]): Promise<GenerationResult[]> {
+    assertBatch(inputs, TASK);
+    inputs.forEach((input, i) => toPrompt(input, `inputs[${i}]`));
+    const results: GenerationResult[] = [];
+    for (const input of inputs) results.push(await this.generate(input));
+    return results;
+  }
+
+  async generate(
+    input: TextGenerationInput,
+    options?: GenerationOptions,
+  ): Promise<GenerationResult> {
+    for await (const event of this.stream(input, options)) {
+      if (event.type === 'done') return event.result;
+    }
+    /* c8 ignore next */
+    throw new Error('generation stream ended without a result');
+  }
+
+  /** The same generation as `generate`, one event per token as it is chosen. */
+  async *stream(
+    input: TextGenerationInput,
+    options?: GenerationOptions,
+  ): AsyncGenerator<GenerationEvent, void, undefined> {
+    const prompt = toPrompt(input, 'input');
+    const settings = await this.settings(options);
+    const promptIds = await this.promptIds(prompt, settings.systemPrompt);
+    const progress = new GenerationProgress(promptIds, settings);
+    const decode = (ids: readonly number[]): Promise<string> => this.decode(ids);
+    let state = emptyKvState(this.layout, 1);
+    let tokens: StepTokens = { ids: [promptIds] };
+    while (!progress.done) {
+      const step = await runStep(this.model.session, this.layout, state, tokens);
+      state = step.state;
+      const { tokenId, text } = await progress.accept(
+        progress.choose(step.logits[0] as Float32Array),
+        decode,
+      );
+      yield { type: 'token', tokenId, text };
+      tokens = { ids: [[tokenId]] };
+    }
+    yield { type: 'done', result: progress.result() };
+  }
+
+  /** The prompt's token ids, as Python's text-generation pipeline tokenizes it. */
+  async promptIds(prompt: Prompt, systemPrompt: string | undefined): Promise<number[]> {
+    if (prompt.kind === 'text' && systemPrompt === undefined) {
+      const [encoded] = await this.tokenizer.encode([prompt.text], { truncation: false });
+      return encoded?.ids ?? [];
+    }
+    const template = this.chatTemplate;
+    if (template === undefined) {
+      throw new InputError(
+        `${TASK}: chat messages and systemPrompt need a chat_template in ` +
+          `${this.tokenizer.folder}/tokenizer_config.json, and it has none`,
+        { field: prompt.kind === 'chat' ? 'messages' : 'systemPrompt' },
+      );
+    }
+    let messages =
+      prompt.kind === 'chat' ? prompt.messages : [{ role: 'user', content: prompt.text }];
+    if (systemPrompt !== undefined && messages[0]?.role !== 'system')
+      messages = [{ role: 'system', content: systemPrompt }, ...messages];
+    // Python treats a chat ending in an assistant message as a prefill to continue.
+    const continueFinal = messages[messages.length - 1]?.role === 'assistant';
+    const rendered = template.render(messages, {
+      addGenerationPrompt: !continueFinal,
+      continueFinalMessage: continueFinal,
+    });
+    // The template writes any special tokens itself, so none are added (as in Python).
+    const [encoded] = await this.tokenizer.encode([rendered], {
+      truncation: false,
+      addSpecialTokens: false,
+    });
+    return encoded?.ids ?? [];
+  }
+
+  /** This pipeline's options under a call's, over generation_config.json's. */
+  async settings(options: GenerationOptions | undefined): Promise<GenerationSettings> {
+    const call = options === undefined ? undefined : parseGenerationOptions(options);
+    this.defaults ??= readGenerationDefaults(this.model);
+    const defaults = await this.defaults;
+    return resolveSettings(mergeOptions(this.options, call, options), defaults, this.model);
+  }
+
+  /** Generated ids to text, as Python's pipeline decodes them. */
+  async decode(ids: readonly number[]): Promise<string> {
+    const text = await this.tokenizer.decode(ids, true);
+    return this.tokenizer.config['clean_up_tokenization_spaces'] === true
+      ? cleanUpTokenization(text)
+      : text;
+  }
+}
+
+/** Python's clean_up_tokenization, applied when the tokenizer config asks for it. */
+function cleanUpTokenization(text: string): string {
+  return text
+    .replaceAll(' .', '.')
+    .replaceAll(' ?', '?')
+    .replaceAll(' !', '!')
+    .replaceAll(' ,', ',')
+    .replaceAll(" ' ", "'")
+    .replaceAll(" n't", "n't")
+    .replaceAll(" 'm", "'m")
+    .replaceAll(" 's", "'s")
+    .replaceAll(" 've", "'ve")
+    .replaceAll(" 're", "'re");
+}
+
+export function toPrompt(input: unknown, field: string): Prompt {
+  if (typeof input === 'string') return { kind: 'text', text: input };
+  const messages =
+    input !== null && typeof input === 'object' && !Array.isArray(input) && 'messages' in input
+      ? input.messages
+      : input;
+  if (Array.isArray(messages) && messages.length > 0) {
+    return {
+      kind: 'chat',
+      messages: messages.map((m: unknown, i) => toMessage(m, `${field}.messages[${i}]`)),
+    };
+  }
+  throw new InputError(
+    `${TASK}: ${field} must be a prompt string, a non-empty array of chat messages, or {messages}`,
+    { field },
+  );
+}
+
+function toMessage(value: unknown, field: string): ChatMessage {
+  if (value !== null && typeof value === 'object') {
+    const { role, content } = value as Record<string, unknown>;
+    if (typeof role === 'string' && typeof content === 'string') return { role, content };
+  }
+  throw new InputError(`${TASK}: ${field} must be {role: string, content: string}`, { field });
+}
+
+export const textGenerationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: generationOptionsSchema,
+  create: (model, options) => new TextGenerationPipeline(model, options as GenerationOptions),
+  inputSchema(input, check) {
+    if (typeof input === 'string') return check.text(input);
+    if (Array.isArray(input)) return checkMessages(input, check.field, check);
+    if (isObject(input) && Array.isArray(input['messages']))
+      return checkMessages(input['messages'], `${check.field}.messages`, check);
+    check.fail('a prompt string or chat messages');
+  },
+  inputKind: 'text',
+  async cost(input, meter) {
+    return typeof input === 'string' ? { tokens: await meter.length(input), rows: 1 } : UNIT_COST;
+  },
+};
+
+/** Chat messages: their number, and the length of every text content. */
+function checkMessages(messages: readonly unknown[], at: string, check: InputCheck): void {
+  check.list(messages, at);
+  messages.forEach((m, i) => {
+    if (isObject(m) && typeof m['content'] === 'string')
+      check.text(m['content'], `${at}[${i}].content`);
+  });
+}

@@ -1,0 +1,32 @@
+// Runs a pipeline one record per call, so that a record's output depends on that record alone.
+// Used for models that are not batch invariant (batch-invariance.ts). On CPU this costs little:
+// batch 1 is already the fastest way to run an encoder there (docs/batching.md), and a lone row
+// carries no padding.
+import type { LoadedModel } from './model-store.ts';
+import { assertBatch, type Pipeline } from '../pipeline.ts';
+
+export class RowByRowPipeline<Input, Output> implements Pipeline<Input, Output> {
+  readonly task: string;
+  readonly model: LoadedModel;
+  private readonly inner: Pipeline<Input, Output>;
+
+  constructor(inner: Pipeline<Input, Output>) {
+    this.inner = inner;
+    this.task = inner.task;
+    this.model = inner.model;
+  }
+
+  async run(inputs: readonly Input[]): Promise<Output[]> {
+    assertBatch(inputs, this.task);
+    const outputs: Output[] = [];
+    for (const input of inputs) outputs.push(...(await this.inner.run([input])));
+    return outputs;
+  }
+}
+
+/** The pipeline itself for batch-invariant models; a row-by-row wrapper otherwise. */
+export function batchSafe<Input, Output>(
+  pipeline: Pipeline<Input, Output>,
+): Pipeline<Input, Output> {
+  return pipeline.model.batchInvariant ? pipeline : new RowByRowPipeline(pipeline);
+}

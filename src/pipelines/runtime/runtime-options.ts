@@ -1,0 +1,99 @@
+// ONNX Runtime session options as users write them, their defaults, and their translation into
+// onnxruntime-node's SessionOptions. Validated once; errors name the field and the fix.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { InferenceSession } from 'onnxruntime-node';
+import { z } from 'zod';
+import { ProviderUnavailableError } from '../../errors.ts';
+import { parseWithSchema } from '../../options/parse.ts';
+
+const providerSchema = z.union([
+  z.literal('cpu'),
+  z.object({ name: z.literal('cpu') }).strict(),
+  z.object({ name: z.literal('cuda'), deviceId: z.number().int().min(0).optional() }).strict(),
+  z.object({ name: z.literal('tensorrt'), deviceId: z.number().int().min(0).optional() }).strict(),
+]);
+
+export const runtimeOptionsSchema = z
+  .object({
+    /** Threads inside one operator. 0 lets ONNX Runtime use one per core. */
+    intraOpThreads: z.number().int().min(0).default(1),
+    /** Threads across independent operators (only used by parallel execution). */
+    interOpThreads: z.number().int().min(0).default(1),
+    graphOptimizationLevel: z.enum(['disabled', 'basic', 'extended', 'all']).default('all'),
+    // On: off raised a CPU shard's peak RSS by 55-58 % on MiniLM (npm run bench:memory,
+    // docs/performance.md#memory-npm-run-benchmemory).
+    cpuMemArena: z.boolean().default(true),
+    memPattern: z.boolean().default(true),
+    /**
+     * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
+     * beside the originals; false sets the session config entry `session.disable_prepacking`.
+     * On by default: off changed MiniLM's peak RSS by under 1 % (ONNX Runtime already frees an
+     * original once it is prepacked; npm run bench:memory).
+     */
+    prepacking: z.boolean().default(true),
+    executionProviders: z.array(providerSchema).min(1).default(['cpu']),
+  })
+  .strict();
+
+export type RuntimeOptions = z.input<typeof runtimeOptionsSchema>;
+export type CompiledRuntimeOptions = z.output<typeof runtimeOptionsSchema>;
+export type ExecutionProvider = z.output<typeof providerSchema>;
+
+export function compileRuntimeOptions(
+  options: RuntimeOptions = {},
+  path = 'runtime',
+): CompiledRuntimeOptions {
+  return parseWithSchema(runtimeOptionsSchema, options, path);
+}
+
+/** A stable key so that pipelines asking for the same file with the same options share a session. */
+export function runtimeOptionsKey(options: CompiledRuntimeOptions): string {
+  return JSON.stringify(options);
+}
+
+export function toSessionOptions(options: CompiledRuntimeOptions): InferenceSession.SessionOptions {
+  for (const provider of options.executionProviders) assertProviderInstalled(provider);
+  return {
+    intraOpNumThreads: options.intraOpThreads,
+    interOpNumThreads: options.interOpThreads,
+    graphOptimizationLevel: options.graphOptimizationLevel,
+    enableCpuMemArena: options.cpuMemArena,
+    enableMemPattern: options.memPattern,
+    // onnxruntime-node passes `extra` to AddConfigEntry, nested keys joined with dots.
+    ...(options.prepacking ? {} : { extra: { session: { disable_prepacking: '1' } } }),
+    executionProviders: options.executionProviders.map((p) =>
+      typeof p === 'string' ? p : { ...p },
+    ),
+  };
+}
+
+const PROVIDER_LIBRARIES: Record<string, string> = {
+  cuda: 'libonnxruntime_providers_cuda.so',
+  tensorrt: 'libonnxruntime_providers_tensorrt.so',
+};
+
+function assertProviderInstalled(provider: ExecutionProvider): void {
+  const name = typeof provider === 'string' ? provider : provider.name;
+  const library = PROVIDER_LIBRARIES[name];
+  if (library === undefined) return;
+  const binDir = onnxRuntimeBinDir();
+  if (binDir !== undefined && existsSync(join(binDir, library))) return;
+  throw new ProviderUnavailableError(
+    `execution provider '${name}' needs ${library}, which onnxruntime-node did not install ` +
+      `(looked in ${binDir ?? 'an unknown folder'}). Install it with \`npm run gpu:install\` ` +
+      `(PyPI's onnxruntime-gpu, CUDA 13 + cuDNN 9), check the CUDA libraries with ` +
+      `\`npm run gpu:install -- --check\` (docs/gpu.md), or use 'cpu'.`,
+    { field: 'executionProviders' },
+  );
+}
+
+function onnxRuntimeBinDir(): string | undefined {
+  try {
+    const pkg = createRequire(import.meta.url).resolve('onnxruntime-node/package.json');
+    return join(dirname(pkg), 'bin', 'napi-v6', process.platform, process.arch);
+  } catch {
+    return undefined;
+  }
+}

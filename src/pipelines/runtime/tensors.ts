@@ -1,0 +1,63 @@
+// Building ONNX input tensors from tokenized text, and reading output tensors back.
+import { Tensor } from 'onnxruntime-node';
+import { InferenceError } from '../../errors.ts';
+import type { TokenizedText } from './text-tokenizer.ts';
+
+export type Feeds = Record<string, Tensor>;
+
+/**
+ * Pads every encoding to the longest one and fills the inputs the model declares
+ * (`input_ids`, `attention_mask`, `token_type_ids`). Padding is on the right, as Python pads
+ * encoder batches.
+ */
+export function textFeeds(
+  batch: readonly TokenizedText[],
+  inputNames: readonly string[],
+  padId: number,
+): Feeds {
+  const rows = batch.length;
+  const width = batch.reduce((max, e) => Math.max(max, e.ids.length), 0);
+  const ids = new BigInt64Array(rows * width).fill(BigInt(padId));
+  const mask = new BigInt64Array(rows * width);
+  const types = new BigInt64Array(rows * width);
+  batch.forEach((encoding, row) => {
+    const base = row * width;
+    for (let i = 0; i < encoding.ids.length; i += 1) {
+      ids[base + i] = BigInt(encoding.ids[i] ?? padId);
+      mask[base + i] = BigInt(encoding.attentionMask[i] ?? 0);
+      types[base + i] = BigInt(encoding.typeIds[i] ?? 0);
+    }
+  });
+  const dims = [rows, width];
+  const feeds: Feeds = {};
+  for (const name of inputNames) {
+    if (name === 'input_ids') feeds[name] = new Tensor('int64', ids, dims);
+    else if (name === 'attention_mask') feeds[name] = new Tensor('int64', mask, dims);
+    else if (name === 'token_type_ids') feeds[name] = new Tensor('int64', types, dims);
+  }
+  return feeds;
+}
+
+/** A float output as a flat array with its dimensions. */
+export interface FloatOutput {
+  data: Float32Array;
+  dims: readonly number[];
+}
+
+export function floatOutput(outputs: Record<string, Tensor>, name: string): FloatOutput {
+  const tensor = outputs[name];
+  if (tensor === undefined) {
+    throw new InferenceError(
+      `the model has no output '${name}'; outputs: ${Object.keys(outputs).join(', ')}`,
+    );
+  }
+  if (tensor.type !== 'float32')
+    throw new InferenceError(`output '${name}' is ${tensor.type}, expected float32`);
+  return { data: tensor.data as Float32Array, dims: tensor.dims };
+}
+
+/** Row `index` of the leading dimension, as a view (no copy). */
+export function row(output: FloatOutput, index: number): Float32Array {
+  const size = output.dims.slice(1).reduce((a, b) => a * b, 1);
+  return output.data.subarray(index * size, (index + 1) * size);
+}

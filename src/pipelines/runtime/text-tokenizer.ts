@@ -1,0 +1,326 @@
+// Hugging Face tokenizers (Rust, via the `tokenizers` package) configured the way Python's
+// `PreTrainedTokenizerFast.__call__` configures them: truncation to the model's maximum length,
+// longest-first for pairs, padding done by the caller when it assembles a batch.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  Tokenizer,
+  type Encoding,
+  type TruncationStrategy as RustTruncationStrategy,
+} from 'tokenizers';
+import { InputError, ModelFolderError } from '../../errors.ts';
+
+export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
+
+export interface EncodeOptions {
+  /** false disables truncation; default 'longest_first' as in Python's `truncation=True`. */
+  truncation?: TruncationStrategy | false;
+  maxLength?: number;
+  /** Overlap between overflowing windows (question answering's doc stride). */
+  stride?: number;
+  addSpecialTokens?: boolean;
+}
+
+/** One encoded input. Offsets are in Unicode code points, as Python reports them. */
+export interface TokenizedText {
+  ids: number[];
+  typeIds: number[];
+  attentionMask: number[];
+  specialTokensMask: number[];
+  offsets: [number, number][];
+  wordIds: (number | null)[];
+  sequenceIds: (number | null)[];
+  /** Further windows when the input was longer than the maximum length and a stride was asked. */
+  overflowing: TokenizedText[];
+}
+
+export type TextInput = string | readonly [string, string];
+
+interface TokenizerConfigFile {
+  model_max_length?: number;
+  padding_side?: string;
+  truncation_side?: string;
+  chat_template?: string | { name: string; template: string }[];
+  [key: string]: unknown;
+}
+
+export interface SpecialTokens {
+  pad: string | undefined;
+  unk: string | undefined;
+  cls: string | undefined;
+  sep: string | undefined;
+  mask: string | undefined;
+  bos: string | undefined;
+  eos: string | undefined;
+}
+
+const LEFT_PADDING_CLASSES = new Set(['LlamaTokenizer', 'CodeLlamaTokenizer', 'GemmaTokenizer']);
+
+// Python uses int(1e30) to say "no limit"; anything this large means the same.
+const NO_LIMIT = 1e12;
+
+export class TextTokenizer {
+  readonly folder: string;
+  readonly json: string;
+  readonly maxLength: number | undefined;
+  readonly special: SpecialTokens;
+  readonly config: TokenizerConfigFile;
+  /** Truncation settings live inside the Rust tokenizer, so each setting gets its own instance. */
+  private readonly instances = new Map<string, Tokenizer>();
+  private readonly base: Tokenizer;
+
+  private constructor(
+    folder: string,
+    json: string,
+    config: TokenizerConfigFile,
+    special: SpecialTokens,
+    fallbackMax: number | undefined,
+  ) {
+    this.folder = folder;
+    this.json = json;
+    this.config = config;
+    this.special = special;
+    const declared = config.model_max_length;
+    this.maxLength = typeof declared === 'number' && declared < NO_LIMIT ? declared : fallbackMax;
+    this.base = this.instance({ truncation: false });
+  }
+
+  /** `fallbackMaxLength` is used when tokenizer_config.json declares no usable limit. */
+  static async load(folder: string, fallbackMaxLength?: number): Promise<TextTokenizer> {
+    const json = await readFile(join(folder, 'tokenizer.json'), 'utf8').catch((cause: unknown) => {
+      throw new ModelFolderError(
+        `${folder} has no readable tokenizer.json; export the model with its fast tokenizer (Optimum does)`,
+        {
+          cause,
+          field: 'tokenizer.json',
+        },
+      );
+    });
+    const config = await readJsonIfPresent<TokenizerConfigFile>(
+      join(folder, 'tokenizer_config.json'),
+    );
+    const specialMap = await readJsonIfPresent<Record<string, unknown>>(
+      join(folder, 'special_tokens_map.json'),
+    );
+    const pick = (key: string): string | undefined =>
+      tokenContent(config[key]) ?? tokenContent(specialMap[key]);
+    const special: SpecialTokens = {
+      pad: pick('pad_token'),
+      unk: pick('unk_token'),
+      cls: pick('cls_token'),
+      sep: pick('sep_token'),
+      mask: pick('mask_token'),
+      bos: pick('bos_token'),
+      eos: pick('eos_token'),
+    };
+    try {
+      return new TextTokenizer(folder, json, config, special, fallbackMaxLength);
+    } catch (cause) {
+      throw new ModelFolderError(`${folder}/tokenizer.json could not be loaded: ${String(cause)}`, {
+        cause,
+        field: 'tokenizer.json',
+      });
+    }
+  }
+
+  tokenId(token: string | undefined): number | undefined {
+    if (token === undefined) return undefined;
+    return this.base.tokenToId(token) ?? undefined;
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.base.idToToken(id) ?? undefined;
+  }
+
+  /**
+   * Python's tokenizer classes carry their own default when tokenizer_config.json says nothing:
+   * the Llama family pads on the left, everything else on the right.
+   */
+  get paddingSide(): 'left' | 'right' {
+    const declared = this.config.padding_side;
+    if (declared === 'left' || declared === 'right') return declared;
+    const cls =
+      typeof this.config['tokenizer_class'] === 'string' ? this.config['tokenizer_class'] : '';
+    return LEFT_PADDING_CLASSES.has(cls.replace(/Fast$/, '')) ? 'left' : 'right';
+  }
+
+  get padId(): number {
+    return this.tokenId(this.special.pad) ?? 0;
+  }
+
+  vocabSize(): number {
+    return this.base.getVocabSize(true);
+  }
+
+  async encode(
+    inputs: readonly TextInput[],
+    options: EncodeOptions = {},
+  ): Promise<TokenizedText[]> {
+    for (const [i, input] of inputs.entries()) assertTextInput(input, i);
+    const tokenizer = this.instance(options);
+    const encodeOptions = { addSpecialTokens: options.addSpecialTokens ?? true };
+    // encodeBatch takes single sequences only; pairs go through encode one by one.
+    const encodings = inputs.every((input) => typeof input === 'string')
+      ? await tokenizer.encodeBatch([...inputs], encodeOptions)
+      : await Promise.all(
+          inputs.map((input) =>
+            typeof input === 'string'
+              ? tokenizer.encode(input, null, encodeOptions)
+              : this.encodePair(tokenizer, input, options),
+          ),
+        );
+    return encodings.map((e) => ('ids' in e ? e : toTokenized(e)));
+  }
+
+  /**
+   * The Rust core inside the npm package splits a longest-first pair budget differently from the
+   * one Python ships (it gives the odd token to the other sequence), so that one case is cut
+   * here with Python's rule: the shorter sequence keeps what it can, and when both are too long
+   * they share the budget, the longer one getting the odd token.
+   */
+  private async encodePair(
+    tokenizer: Tokenizer,
+    pair: readonly [string, string],
+    options: EncodeOptions,
+  ): Promise<Encoding | TokenizedText> {
+    const addSpecialTokens = options.addSpecialTokens ?? true;
+    const maxLength = options.maxLength ?? this.maxLength;
+    const manual =
+      (options.truncation ?? 'longest_first') === 'longest_first' &&
+      maxLength !== undefined &&
+      !options.stride;
+    if (!manual) return tokenizer.encode(pair[0], pair[1], { addSpecialTokens });
+    const [first, second] = await Promise.all([
+      this.base.encode(pair[0], null, { addSpecialTokens: false }),
+      this.base.encode(pair[1], null, { addSpecialTokens: false }),
+    ]);
+    const budget = maxLength - (addSpecialTokens ? await this.pairSpecialTokenCount() : 0);
+    let [n1, n2] = [first.getLength(), second.getLength()];
+    if (n1 + n2 > budget) {
+      const swap = n1 > n2;
+      let [short, long] = swap ? [n2, n1] : [n1, n2];
+      long = short > budget ? short : Math.max(short, budget - short);
+      if (short + long > budget) {
+        short = Math.floor(budget / 2);
+        long = short + (budget % 2);
+      }
+      [n1, n2] = swap ? [long, short] : [short, long];
+      const direction = this.config.truncation_side === 'left' ? 'left' : 'right';
+      first.truncate(n1, 0, direction);
+      second.truncate(n2, 0, direction);
+    }
+    // Post-processing an encoding a second time trims byte-level offsets again, so offsets come
+    // from the two single encodings; everything else from the post-processed pair.
+    const merged = toTokenized(this.base.postProcess(first, second, addSpecialTokens));
+    const own = [first.getOffsets(), second.getOffsets()];
+    const next = [0, 0];
+    merged.offsets = merged.sequenceIds.map((sequence, i) => {
+      if (sequence === null || merged.specialTokensMask[i] === 1) return [0, 0];
+      const offset = own[sequence]?.[next[sequence]!++];
+      return [offset?.[0] ?? 0, offset?.[1] ?? 0];
+    });
+    return merged;
+  }
+
+  private pairSpecialTokens: Promise<number> | undefined;
+  private pairSpecialTokenCount(): Promise<number> {
+    this.pairSpecialTokens ??= this.base
+      .encode('', '', { addSpecialTokens: true })
+      .then((e) => e.getLength());
+    return this.pairSpecialTokens;
+  }
+
+  async decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
+    return this.base.decode([...ids], skipSpecialTokens);
+  }
+
+  private instance(options: EncodeOptions): Tokenizer {
+    const truncation = options.truncation ?? 'longest_first';
+    const maxLength = options.maxLength ?? this.maxLength;
+    const key =
+      truncation === false || maxLength === undefined
+        ? 'none'
+        : `${truncation}:${maxLength}:${options.stride ?? 0}`;
+    let tokenizer = this.instances.get(key);
+    if (tokenizer === undefined) {
+      tokenizer = Tokenizer.fromString(this.json);
+      // Padding is the batcher's job: it pads to the longest member of the batch it cuts.
+      tokenizer.disablePadding();
+      if (key === 'none') tokenizer.disableTruncation();
+      else
+        tokenizer.setTruncation(maxLength as number, {
+          strategy: STRATEGIES[truncation as TruncationStrategy],
+          stride: options.stride ?? 0,
+          direction: this.config.truncation_side === 'left' ? 'left' : 'right',
+        });
+      this.instances.set(key, tokenizer);
+    }
+    return tokenizer;
+  }
+}
+
+// The package declares these as an ambient const enum, which isolated modules cannot read;
+// the strings are the enum's values.
+const STRATEGIES = {
+  longest_first: 'LongestFirst' as RustTruncationStrategy,
+  only_first: 'OnlyFirst' as RustTruncationStrategy,
+  only_second: 'OnlySecond' as RustTruncationStrategy,
+} satisfies Record<TruncationStrategy, RustTruncationStrategy>;
+
+function toTokenized(encoding: Encoding): TokenizedText {
+  return {
+    ids: encoding.getIds(),
+    typeIds: encoding.getTypeIds(),
+    attentionMask: encoding.getAttentionMask(),
+    specialTokensMask: encoding.getSpecialTokensMask(),
+    offsets: encoding.getOffsets().map((o) => [o[0] ?? 0, o[1] ?? 0]),
+    wordIds: encoding.getWordIds().map((w) => w ?? null),
+    sequenceIds: encoding.getSequenceIds().map((s) => s ?? null),
+    overflowing: encoding.getOverflowing().map(toTokenized),
+  };
+}
+
+function assertTextInput(input: unknown, index: number): void {
+  if (typeof input === 'string') return;
+  if (
+    Array.isArray(input) &&
+    input.length === 2 &&
+    typeof input[0] === 'string' &&
+    typeof input[1] === 'string'
+  )
+    return;
+  throw new InputError(
+    `input ${index} must be a string or a [text, textPair] pair of strings, got ${describe(input)}`,
+    {
+      field: `inputs[${index}]`,
+    },
+  );
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return typeof value;
+}
+
+function tokenContent(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    'content' in value &&
+    typeof value.content === 'string'
+  )
+    return value.content;
+  return undefined;
+}
+
+async function readJsonIfPresent<T>(path: string): Promise<Partial<T>> {
+  const text = await readFile(path, 'utf8').catch(() => undefined);
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text) as Partial<T>;
+  } catch (cause) {
+    throw new ModelFolderError(`${path} is not valid JSON`, { cause, field: path });
+  }
+}

@@ -1,0 +1,183 @@
+// Sentence and token embeddings: the encoder's hidden states pooled over the attention mask
+// (sentence-transformers' mean pooling), the first token (CLS), the largest value per dimension
+// (max), the model's own pooled output, or no pooling at all. In a sentence-transformers folder
+// the defaults are the folder's own (sentence-transformers-config.ts), so that no options give
+// what `SentenceTransformer(folder).encode` gives.
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { InferenceError, ModelFolderError } from '../../errors.ts';
+import { parseWithSchema } from '../../options/parse.ts';
+import { l2Normalize } from '../runtime/math.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
+import { textInput, type TaskDefinition } from '../task-definition.ts';
+import { floatOutput, textFeeds } from '../runtime/tensors.ts';
+
+// pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
+// the model folder's sentence-transformers files, then to the defaults in `settle` below.
+export const featureExtractionOptionsSchema = z
+  .object({
+    /** Default: the folder's Pooling config, else mean. */
+    pooling: z.enum(['mean', 'cls', 'max', 'pooled', 'none']).optional(),
+    /** Default: true when the folder's modules.json lists a Normalize module, else false. */
+    normalize: z.boolean().optional(),
+    /** Which model output holds the hidden states; default last_hidden_state or the first output. */
+    outputName: z.string().optional(),
+    truncation: z.boolean().default(true),
+    /** Truncation length; default sentence_bert_config.json's max_seq_length, else the tokenizer's. */
+    maxLength: z.number().int().min(1).optional(),
+    /** Lower-case texts before tokenizing; default sentence_bert_config.json's do_lower_case, else false. */
+    lowerCase: z.boolean().optional(),
+  })
+  .strict();
+
+export type FeatureExtractionOptions = z.input<typeof featureExtractionOptionsSchema>;
+/** A vector for pooled embeddings; one vector per token when pooling is 'none'. */
+export type FeatureExtractionResult = Float32Array | Float32Array[];
+
+const TASK = 'featureExtraction';
+
+export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtractionResult> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  private readonly options: Settled;
+  private readonly outputName: string;
+
+  constructor(model: LoadedModel, options: FeatureExtractionOptions = {}) {
+    this.model = model;
+    this.options = settle(
+      model,
+      parseWithSchema(featureExtractionOptionsSchema, options, 'options'),
+    );
+    requireTokenizer(model, TASK);
+    const fallback = this.options.pooling === 'pooled' ? 'pooler_output' : 'last_hidden_state';
+    const wanted =
+      this.options.outputName ??
+      (model.outputNames.includes(fallback) ? fallback : model.outputNames[0]);
+    if (wanted === undefined || !model.outputNames.includes(wanted)) {
+      throw new InferenceError(
+        `${model.onnxPath} has no output '${String(wanted)}'; outputs: ${model.outputNames.join(', ')}`,
+      );
+    }
+    this.outputName = wanted;
+  }
+
+  async run(inputs: readonly string[]): Promise<FeatureExtractionResult[]> {
+    assertBatch(inputs, TASK);
+    inputs.forEach((text, i) => assertString(text, TASK, `inputs[${i}]`));
+    const tokenizer = requireTokenizer(this.model, TASK);
+    const texts = this.options.lowerCase ? inputs.map((text) => text.toLowerCase()) : inputs;
+    const encoded = await tokenizer.encode(texts, {
+      truncation: this.options.truncation ? 'longest_first' : false,
+      ...(this.options.maxLength !== undefined ? { maxLength: this.options.maxLength } : {}),
+    });
+    const feeds = textFeeds(encoded, this.model.inputNames, tokenizer.padId);
+    const outputs = await this.model.session.run(feeds, [this.outputName]);
+    const hidden = floatOutput(outputs, this.outputName);
+    return encoded.map((encoding, b) => {
+      const result = this.pool(hidden.data, hidden.dims, b, encoding.attentionMask);
+      if (!this.options.normalize) return result;
+      return Array.isArray(result) ? result.map(l2Normalize) : l2Normalize(result);
+    });
+  }
+
+  private pool(
+    data: Float32Array,
+    dims: readonly number[],
+    b: number,
+    mask: readonly number[],
+  ): FeatureExtractionResult {
+    if (dims.length === 2) {
+      // Already one vector per input (a pooled output).
+      const size = dims[1] ?? 0;
+      return data.slice(b * size, (b + 1) * size);
+    }
+    const seq = dims[1] ?? 0;
+    const size = dims[2] ?? 0;
+    const base = b * seq * size;
+    const token = (t: number): Float32Array => data.slice(base + t * size, base + (t + 1) * size);
+    switch (this.options.pooling) {
+      case 'cls':
+      case 'pooled':
+        return token(0);
+      case 'none':
+        return Array.from({ length: mask.length }, (_, t) => token(t));
+      case 'mean': {
+        const sum = new Float64Array(size);
+        let count = 0;
+        for (let t = 0; t < mask.length; t += 1) {
+          if (mask[t] !== 1) continue;
+          count += 1;
+          const offset = base + t * size;
+          for (let h = 0; h < size; h += 1) sum[h] = (sum[h] ?? 0) + (data[offset + h] ?? 0);
+        }
+        const divisor = Math.max(count, 1e-9);
+        return Float32Array.from(sum, (v) => v / divisor);
+      }
+      case 'max': {
+        const max = new Float32Array(size).fill(-Infinity);
+        for (let t = 0; t < mask.length; t += 1) {
+          if (mask[t] !== 1) continue;
+          const offset = base + t * size;
+          for (let h = 0; h < size; h += 1)
+            max[h] = Math.max(max[h] ?? -Infinity, data[offset + h] ?? -Infinity);
+        }
+        // An input with no attended token has nothing to take a maximum of.
+        return max.map((v) => (v === -Infinity ? 0 : v));
+      }
+    }
+  }
+}
+
+type Parsed = z.output<typeof featureExtractionOptionsSchema>;
+type Settled = Parsed & {
+  pooling: NonNullable<Parsed['pooling']>;
+  normalize: boolean;
+  lowerCase: boolean;
+};
+
+/** Explicit options first, then the folder's sentence-transformers files, then plain defaults. */
+function settle(model: LoadedModel, options: Parsed): Settled {
+  const st = model.sentenceTransformers;
+  if (options.pooling === undefined && st !== undefined) {
+    // A default that would silently differ from sentence-transformers' embeddings is refused;
+    // choosing a pooling explicitly says the user wants our output anyway.
+    if (st.unsupportedModules.length > 0) {
+      throw new ModelFolderError(
+        `${String(st.modulesFile)} lists ${st.unsupportedModules.join(', ')}, which featureExtraction does not run, so its embeddings would differ from sentence-transformers'. Set the pipeline's options.pooling to embed with the encoder and pooling alone`,
+        { field: 'modules.json' },
+      );
+    }
+    if (st.poolingProblem !== undefined)
+      throw new ModelFolderError(st.poolingProblem, { field: 'pooling' });
+  }
+  const maxLength = options.maxLength ?? st?.maxSeqLength;
+  return {
+    ...options,
+    pooling: options.pooling ?? st?.pooling ?? 'mean',
+    normalize: options.normalize ?? st?.normalize ?? false,
+    lowerCase: options.lowerCase ?? st?.lowerCase ?? false,
+    ...(maxLength !== undefined ? { maxLength } : {}),
+  };
+}
+
+export const featureExtractionTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: featureExtractionOptionsSchema,
+  create: (model, options) =>
+    new FeatureExtractionPipeline(model, options as FeatureExtractionOptions),
+  ...textInput,
+  inputKind: 'text',
+  // Pricing must see the length the pipeline will run, or long inputs look several times their
+  // size and batches come out part full.
+  truncatesAt: (options) =>
+    typeof options['maxLength'] === 'number' ? options['maxLength'] : undefined,
+  // A pipeline that leaves maxLength to the folder truncates at sentence-transformers'
+  // max_seq_length, and its inputs must be priced so.
+  async costOptions(declared, folder) {
+    if (declared['maxLength'] !== undefined) return declared;
+    const st = await readSentenceTransformersConfig(resolve(folder));
+    return st?.maxSeqLength === undefined ? declared : { ...declared, maxLength: st.maxSeqLength };
+  },
+};

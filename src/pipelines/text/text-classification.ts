@@ -1,0 +1,104 @@
+// Sequence classification with Python's rules for turning logits into scores: softmax for
+// single-label models, sigmoid for multi-label or one-logit models, none for regression.
+import { z } from 'zod';
+import { InputError } from '../../errors.ts';
+import { parseWithSchema } from '../../options/parse.ts';
+import {
+  defaultScoreFunction,
+  rankLabels,
+  type LabelScore,
+  type ScoreFunction,
+  classifierLogits,
+} from '../runtime/label-scores.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { row } from '../runtime/tensors.ts';
+import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TextInput } from '../runtime/text-tokenizer.ts';
+
+export const textClassificationOptionsSchema = z
+  .object({
+    /** Default: chosen from the model config as Python chooses it. */
+    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+    /** How many labels to return, best first; null returns every label. */
+    topK: z.number().int().min(1).nullable().default(1),
+    truncation: z.boolean().default(true),
+  })
+  .strict();
+
+export type TextClassificationOptions = z.input<typeof textClassificationOptionsSchema>;
+export type { LabelScore };
+export type TextClassificationInput = string | { text: string; textPair?: string };
+
+const TASK = 'textClassification';
+
+export class TextClassificationPipeline implements Pipeline<TextClassificationInput, LabelScore[]> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  private readonly options: z.output<typeof textClassificationOptionsSchema>;
+  private readonly apply: ScoreFunction;
+
+  constructor(model: LoadedModel, options: TextClassificationOptions = {}) {
+    this.model = model;
+    this.options = parseWithSchema(textClassificationOptionsSchema, options, 'options');
+    requireTokenizer(model, TASK);
+    this.apply = this.options.functionToApply ?? defaultScoreFunction(model);
+  }
+
+  async run(inputs: readonly TextClassificationInput[]): Promise<LabelScore[][]> {
+    assertBatch(inputs, TASK);
+    const texts = inputs.map(toTextInput);
+    const tokenizer = requireTokenizer(this.model, TASK);
+    const encoded = await tokenizer.encode(texts, {
+      truncation: this.options.truncation ? 'longest_first' : false,
+    });
+    const logits = await classifierLogits(this.model, encoded, tokenizer.padId);
+    return texts.map((_, b) =>
+      rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
+    );
+  }
+}
+
+function toTextInput(input: TextClassificationInput, index: number): TextInput {
+  if (typeof input === 'string') return input;
+  if (input !== null && typeof input === 'object' && typeof input.text === 'string') {
+    // Python's tokenizer drops a falsy text_pair, so an empty pair encodes the text alone.
+    if (input.textPair === undefined || input.textPair === '') return input.text;
+    if (typeof input.textPair === 'string') return [input.text, input.textPair];
+  }
+  throw new InputError(
+    `${TASK}: inputs[${index}] must be a string or {text, textPair?} of strings`,
+    { field: `inputs[${index}]` },
+  );
+}
+
+export const textClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: textClassificationOptionsSchema,
+  create: (model, options) =>
+    new TextClassificationPipeline(model, options as TextClassificationOptions),
+  inputSchema(input, check) {
+    if (typeof input === 'string') return check.text(input);
+    if (
+      isObject(input) &&
+      typeof input['text'] === 'string' &&
+      (input['textPair'] === undefined || typeof input['textPair'] === 'string')
+    ) {
+      check.text(input['text'], `${check.field}.text`);
+      if (typeof input['textPair'] === 'string')
+        check.text(input['textPair'], `${check.field}.textPair`);
+      return;
+    }
+    check.fail('a string or {text, textPair?}');
+  },
+  inputKind: 'text',
+  async cost(input, meter) {
+    if (typeof input === 'string') return { tokens: await meter.length(input), rows: 1 };
+    if (!isObject(input) || typeof input['text'] !== 'string') return UNIT_COST;
+    const pair =
+      typeof input['textPair'] === 'string' && input['textPair'] !== ''
+        ? input['textPair']
+        : undefined;
+    return { tokens: await meter.length(input['text'], pair), rows: 1 };
+  },
+};

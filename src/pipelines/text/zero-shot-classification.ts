@@ -1,0 +1,211 @@
+// Zero-shot classification with an NLI model, as transformers' ZeroShotClassificationPipeline:
+// each (sequence, "This example is <label>.") pair is one premise/hypothesis row, and the
+// entailment logits of a sequence's rows become its label scores.
+import { z } from 'zod';
+import { ConfigError, InputError } from '../../errors.ts';
+import { parseWithSchema } from '../../options/parse.ts';
+import { softmax } from '../runtime/math.ts';
+import { classifierLogits } from '../runtime/label-scores.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { row } from '../runtime/tensors.ts';
+import { textInput, type TaskDefinition } from '../task-definition.ts';
+import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
+
+export const zeroShotClassificationOptionsSchema = z
+  .object({
+    /** The labels to score; a string is split on commas, as Python does. Required. */
+    candidateLabels: z.union([z.array(z.string()), z.string()]),
+    /** Turns a label into the NLI hypothesis; `{}` is replaced by the label (Python format). */
+    hypothesisTemplate: z.string().default('This example is {}.'),
+    /** false: scores are a softmax across labels (sum to 1); true: each label on its own. */
+    multiLabel: z.boolean().default(false),
+  })
+  .strict()
+  // Checked here rather than when the model loads, so that validate-config finds them too.
+  .superRefine((options, ctx) => {
+    const [first] = labelsOf(options.candidateLabels);
+    if (first === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['candidateLabels'],
+        message: `${TASK}: candidateLabels must name at least one label`,
+      });
+      return;
+    }
+    const template = options.hypothesisTemplate;
+    let problem: string | undefined;
+    try {
+      if (pythonFormat(template, first) === template)
+        problem = `${TASK}: hypothesisTemplate "${template}" has no {} where the label should go`;
+    } catch (err) {
+      problem = err instanceof Error ? err.message : String(err);
+    }
+    if (problem !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['hypothesisTemplate'], message: problem });
+  });
+
+/** A string is split on commas, as Python does; blank labels are dropped. */
+function labelsOf(candidateLabels: string | string[]): string[] {
+  return typeof candidateLabels === 'string'
+    ? candidateLabels
+        .split(',')
+        .map((label) => label.trim())
+        .filter((label) => label !== '')
+    : candidateLabels;
+}
+
+export type ZeroShotClassificationOptions = z.input<typeof zeroShotClassificationOptionsSchema>;
+
+export interface ZeroShotResult {
+  sequence: string;
+  /** Best first. */
+  labels: string[];
+  scores: number[];
+}
+
+const TASK = 'zeroShotClassification';
+
+export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShotResult> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  private readonly labels: string[];
+  private readonly hypotheses: string[];
+  private readonly multiLabel: boolean;
+  private readonly tokenizer: TextTokenizer;
+  private readonly entailmentId: number;
+
+  constructor(model: LoadedModel, options: ZeroShotClassificationOptions) {
+    this.model = model;
+    const parsed = parseWithSchema(zeroShotClassificationOptionsSchema, options, 'options');
+    this.tokenizer = requireTokenizer(model, TASK);
+    // The schema made sure there is a label and the template has a place for it.
+    this.labels = labelsOf(parsed.candidateLabels);
+    this.hypotheses = this.labels.map((label) => pythonFormat(parsed.hypothesisTemplate, label));
+    this.multiLabel = parsed.multiLabel;
+    this.entailmentId = entailmentIdOf(model);
+  }
+
+  async run(inputs: readonly string[]): Promise<ZeroShotResult[]> {
+    assertBatch(inputs, TASK);
+    inputs.forEach((input, i) => {
+      assertString(input, TASK, `inputs[${i}]`);
+      // Python refuses an empty sequence ("at least one label and at least one sequence").
+      if (input.length === 0)
+        throw new InputError(`${TASK}: inputs[${i}] is empty; give a sequence to classify`, {
+          field: `inputs[${i}]`,
+        });
+    });
+    const pairs = inputs.flatMap((sequence) =>
+      this.hypotheses.map((hypothesis) => [sequence, hypothesis] as const),
+    );
+    const encoded = await Promise.all(pairs.map((pair) => this.encodePair(pair)));
+    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
+    const n = this.labels.length;
+    return inputs.map((sequence, s) => {
+      const rows = this.labels.map((_, l) => row(logits, s * n + l));
+      return this.result(sequence, rows);
+    });
+  }
+
+  /**
+   * Only the sequence is truncated so the hypothesis stays whole. When the hypothesis alone is
+   * too long for that, Python catches the tokenizer's "too short" error and does not truncate.
+   */
+  private async encodePair(pair: readonly [string, string]): Promise<TokenizedText> {
+    try {
+      const [encoding] = await this.tokenizer.encode([pair], { truncation: 'only_first' });
+      return encoding as TokenizedText;
+    } catch (cause) {
+      if (!String(cause).includes('too short')) throw cause;
+      const [encoding] = await this.tokenizer.encode([pair], { truncation: false });
+      return encoding as TokenizedText;
+    }
+  }
+
+  private result(sequence: string, rows: readonly Float32Array[]): ZeroShotResult {
+    let scores: number[];
+    if (this.multiLabel || rows.length === 1) {
+      // Entailment against contradiction for each label on its own.
+      const entail = this.entailmentId;
+      const contradiction = entail === 0 ? -1 : 0;
+      scores = rows.map((logits) => {
+        const pair = [pythonIndex(logits, contradiction), pythonIndex(logits, entail)];
+        return softmax(pair)[1] as number;
+      });
+    } else {
+      scores = softmax(rows.map((logits) => pythonIndex(logits, this.entailmentId)));
+    }
+    // Python reverses a stable ascending sort of float32 scores: among equal scores the later
+    // label comes first.
+    const order = scores
+      .map((_, i) => i)
+      .sort((a, b) => Math.fround(scores[b] as number) - Math.fround(scores[a] as number) || b - a);
+    return {
+      sequence,
+      labels: order.map((i) => this.labels[i] as string),
+      scores: order.map((i) => scores[i] as number),
+    };
+  }
+}
+
+/**
+ * Python's `entailment_id`: the first label in label2id that starts with "entail", else -1
+ * (which Python then uses as "the last class").
+ */
+function entailmentIdOf(model: LoadedModel): number {
+  const label2id = model.config.raw['label2id'];
+  const entries: [string, number][] =
+    label2id !== null && typeof label2id === 'object'
+      ? Object.entries(label2id as Record<string, unknown>).map(([label, id]) => [
+          label,
+          Number(id),
+        ])
+      : model.config.labels.map((label, id) => [label, id]);
+  const found = entries.find(([label]) => label.toLowerCase().startsWith('entail'));
+  return found === undefined ? -1 : found[1];
+}
+
+/** numpy indexing: a negative index counts from the end. */
+function pythonIndex(values: Float32Array, index: number): number {
+  return values[index < 0 ? values.length + index : index] ?? Number.NaN;
+}
+
+/**
+ * `str.format` with one positional argument: `{}` and `{0}` take the label, `{{` and `}}` are
+ * literal braces. Anything else in braces would fail in Python too.
+ */
+export function pythonFormat(template: string, label: string): string {
+  return template.replace(/\{\{|\}\}|\{0?\}|\{[^}]*\}?|\}/g, (field) => {
+    if (field === '{{') return '{';
+    if (field === '}}') return '}';
+    if (field === '{}' || field === '{0}') return label;
+    throw new ConfigError(
+      `hypothesisTemplate: '${field}' is not supported; use {} for the label and {{ }} for braces`,
+      { field: 'options.hypothesisTemplate' },
+    );
+  });
+}
+
+export const zeroShotClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: zeroShotClassificationOptionsSchema,
+  create: (model, options) =>
+    new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
+  inputSchema: textInput.inputSchema,
+  inputKind: 'text',
+  async cost(input, meter) {
+    if (typeof input !== 'string') return textInput.cost(input, meter);
+    // One premise/hypothesis row per label; the hypothesis adds a handful of tokens to each.
+    const labels = meter.options['candidateLabels'];
+    const rows = Array.isArray(labels)
+      ? labels.length
+      : typeof labels === 'string'
+        ? labels.split(',').length
+        : 1;
+    return {
+      tokens: Math.min((await meter.length(input)) + 8, meter.maxTokens),
+      rows: Math.max(rows, 1),
+    };
+  },
+};

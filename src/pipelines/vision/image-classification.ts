@@ -1,0 +1,108 @@
+// Image classification as Python's pipeline does it: load_image (EXIF, RGB), the PIL-backend
+// image processor from preprocessor_config.json, then the same scores as text classification
+// (softmax, or sigmoid for multi-label / one-logit models), sorted, top 5 by default.
+import { Tensor } from 'onnxruntime-node';
+import { z } from 'zod';
+import { InferenceError } from '../../errors.ts';
+import { parseWithSchema } from '../../options/parse.ts';
+import { decodeImage, type ImageInput } from './image-decode.ts';
+import {
+  compilePreprocessor,
+  preprocessImage,
+  type ImagePreprocessor,
+} from './image-preprocess.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { assertBatch, type Pipeline } from '../pipeline.ts';
+import {
+  defaultScoreFunction,
+  logitsOf,
+  rankLabels,
+  type LabelScore,
+  type ScoreFunction,
+} from '../runtime/label-scores.ts';
+import { row } from '../runtime/tensors.ts';
+import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+
+export type { ImageInput } from './image-decode.ts';
+
+export const imageClassificationOptionsSchema = z
+  .object({
+    /** Default: chosen from the model config as Python chooses it. */
+    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+    /** How many labels to return, best first (Python's default 5); null returns every label. */
+    topK: z.number().int().min(1).nullable().default(5),
+  })
+  .strict();
+
+export type ImageClassificationOptions = z.input<typeof imageClassificationOptionsSchema>;
+
+const TASK = 'imageClassification';
+
+export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelScore[]> {
+  readonly task = TASK;
+  readonly model: LoadedModel;
+  private readonly options: z.output<typeof imageClassificationOptionsSchema>;
+  private readonly preprocessor: ImagePreprocessor;
+  private readonly apply: ScoreFunction;
+  private readonly inputName: string;
+
+  constructor(model: LoadedModel, options: ImageClassificationOptions = {}) {
+    this.model = model;
+    this.options = parseWithSchema(imageClassificationOptionsSchema, options, 'options');
+    this.preprocessor = compilePreprocessor(model.preprocessor, model.folder);
+    this.apply = this.options.functionToApply ?? defaultScoreFunction(model);
+    this.inputName = model.inputNames.includes('pixel_values')
+      ? 'pixel_values'
+      : (model.inputNames[0] ?? 'pixel_values');
+  }
+
+  async run(inputs: readonly ImageInput[]): Promise<LabelScore[][]> {
+    assertBatch(inputs, TASK);
+    const images = await Promise.all(inputs.map((input, i) => decodeImage(input, `inputs[${i}]`)));
+    const pixels = images.map((image) => preprocessImage(image, this.preprocessor));
+    const first = pixels[0];
+    if (first === undefined) return [];
+    if (pixels.some((p) => p.height !== first.height || p.width !== first.width)) {
+      // Only configs that skip resizing can get here; such images cannot share one batch.
+      const results: LabelScore[][] = [];
+      for (const input of inputs) results.push(...(await this.run([input])));
+      return results;
+    }
+    const size = first.data.length;
+    const batch = new Float32Array(size * pixels.length);
+    pixels.forEach((p, i) => batch.set(p.data, i * size));
+    let outputs: Record<string, Tensor>;
+    try {
+      outputs = await this.model.session.run({
+        [this.inputName]: new Tensor('float32', batch, [
+          pixels.length,
+          3,
+          first.height,
+          first.width,
+        ]),
+      });
+    } catch (cause) {
+      throw new InferenceError(`image classification failed: ${String(cause)}`, { cause });
+    }
+    const logits = logitsOf(this.model, outputs);
+    return pixels.map((_, b) =>
+      rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
+    );
+  }
+}
+
+export const imageClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: imageClassificationOptionsSchema,
+  create: (model, options) =>
+    new ImageClassificationPipeline(model, options as ImageClassificationOptions),
+  // The route reads and checks the image itself (src/route/image-input.ts): its size is held to
+  // limits.maxImageBytes and maxImagePixels, not to the text limits.
+  inputSchema(input, check) {
+    if (typeof input !== 'string' && !(input instanceof Uint8Array))
+      check.fail("an image: base64 or a path (a string), or the record's bytes");
+  },
+  inputKind: 'image',
+  // Every image is resized to the model's input: one row of the same size.
+  cost: () => Promise.resolve(UNIT_COST),
+};

@@ -1,0 +1,70 @@
+// The records a streamed generation writes: partial records while the request generates, then
+// one final record. Every one carries the request id and a sequence number (0, 1, 2, ... per
+// request, the final's the last), so consumers can put a request together and drop the
+// duplicates a re-run sends. Each record's `delta` is the text since the previous record of the
+// request: the deltas of all records, final included, add up to the final's full `text`.
+import type { RouteConfig } from '../config/schema.ts';
+import type { FinishReason } from '../pipelines/generation/generation-progress.ts';
+import { setPath } from './field-path.ts';
+import type { OutputRecord, RecordOrigin, SourceRecord } from './record.ts';
+
+export interface PartialValue {
+  requestId: string;
+  sequence: number;
+  final: false;
+  /** Text settled since the previous record of this request (may be empty: text held back). */
+  delta: string;
+  /** Tokens generated so far. */
+  generatedTokens: number;
+}
+
+export interface FinalValue {
+  requestId: string;
+  sequence: number;
+  final: true;
+  delta: string;
+  /** The whole generated text. */
+  text: string;
+  tokenIds: number[];
+  finishReason: FinishReason;
+  promptTokens: number;
+  generatedTokens: number;
+}
+
+/** A stable id from where the record came from: the same record read again gets the same id. */
+export function requestIdOf(origin: RecordOrigin): string {
+  switch (origin.kind) {
+    case 'kafka':
+      return `${origin.topic}-${origin.partition}-${origin.offset}`;
+    case 'bullmq':
+      return `${origin.queue}-${origin.jobId}`;
+    case 'redis-stream':
+      return `${origin.stream}-${origin.id}`;
+    case 'file':
+      return `${origin.path}:${origin.line}`;
+  }
+}
+
+/**
+ * A partial record: the partial value alone (`output.mode: result`), or under `output.field`
+ * (`merge`) so that partials and the final are found at the same path; the input record is not
+ * repeated in every partial. Key and headers are the input's, so a partial lands on the same
+ * Kafka partition as its final.
+ */
+export function partialRecord(
+  record: SourceRecord,
+  output: Pick<RouteConfig['output'], 'mode' | 'field'>,
+  partial: PartialValue,
+): OutputRecord {
+  let value: unknown = partial;
+  if (output.mode === 'merge') {
+    value = {};
+    setPath(value, output.field, partial);
+  }
+  return {
+    key: record.key,
+    value: Buffer.from(JSON.stringify(value)),
+    headers: { ...record.headers },
+    origin: record.origin,
+  };
+}

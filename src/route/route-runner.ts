@@ -1,0 +1,155 @@
+// Runs one record through its route and writes the outcome: the output to the sink, or a dead
+// letter to the DLQ. A retriable failure is retried with backoff a few times, then dead-lettered.
+// An output the sink cannot take (larger than its limit, or refused by it for what it is) is
+// dead-lettered too, at the sink stage: writing it again would fail again and stall the route.
+// When handle() resolves, the record is safe to acknowledge; when it rejects (a sink failed), it
+// is not.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ClosedError, OutputRejectedError, SinkError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { recordBytes, type Sink } from './sink.ts';
+import { deadLetter, fitDeadLetter } from './dead-letter.ts';
+import type { Outcome, RecordProcessor } from './processor.ts';
+import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';
+
+export type Handled =
+  | { kind: 'written'; output: OutputRecord; result: unknown }
+  | { kind: 'dead-lettered'; dead: OutputRecord; code: string };
+
+export interface RouteCounters {
+  received: number;
+  written: number;
+  deadLettered: number;
+  retried: number;
+}
+
+export interface RouteRunnerOptions {
+  name: string;
+  processor: RecordProcessor;
+  sink: Sink | undefined;
+  dlq: Sink | undefined;
+  retries: number;
+  logger: Logger;
+  /** Without a DLQ, log a refused record's bytes (base64); otherwise only its size and origin. */
+  logRecordBytes?: boolean;
+}
+
+export class RouteRunner {
+  readonly name: string;
+  readonly counters: RouteCounters = { received: 0, written: 0, deadLettered: 0, retried: 0 };
+  private readonly options: RouteRunnerOptions;
+
+  constructor(options: RouteRunnerOptions) {
+    this.name = options.name;
+    this.options = options;
+  }
+
+  /** Processes without writing: for sources that must order writes themselves (Kafka). */
+  async decide(record: SourceRecord): Promise<Exclude<Outcome, { kind: 'retry' }>> {
+    this.counters.received += 1;
+    let outcome = await this.process(record);
+    for (
+      let attempt = 1;
+      outcome.kind === 'retry' && attempt <= this.options.retries;
+      attempt += 1
+    ) {
+      this.counters.retried += 1;
+      this.options.logger.warn(
+        { err: outcome.error, record: describeOrigin(record.origin), attempt },
+        'retrying a record after a retriable failure',
+      );
+      await sleep(100 * 2 ** (attempt - 1));
+      outcome = await this.process(record);
+    }
+    if (outcome.kind === 'retry') {
+      const message =
+        outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+      const code = (outcome.error as { code?: string }).code ?? 'RETRIES_EXHAUSTED';
+      return {
+        kind: 'dead',
+        record: deadLetter(
+          record,
+          'inference',
+          code,
+          `failed after ${this.options.retries} retries: ${message}`,
+        ),
+        code,
+        message,
+      };
+    }
+    return outcome;
+  }
+
+  /** The processor catches what a record does; this is the last guard, for its own bugs. */
+  private async process(record: SourceRecord): Promise<Outcome> {
+    try {
+      return await this.options.processor.process(record);
+    } catch (err) {
+      if (err instanceof SinkError || err instanceof ClosedError) throw err;
+      const message = `processing failed: ${err instanceof Error ? err.message : String(err)}`;
+      return {
+        kind: 'dead',
+        record: deadLetter(record, 'inference', 'INTERNAL', message),
+        code: 'INTERNAL',
+        message,
+      };
+    }
+  }
+
+  /** Writes a decided outcome to the sink or the DLQ. */
+  async write(decided: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
+    let outcome = decided;
+    if (outcome.kind === 'output') {
+      const sink = this.options.sink;
+      let refusal: { code: string; message: string } | undefined;
+      const bytes = recordBytes(outcome.record);
+      if (sink?.maxRecordBytes !== undefined && bytes > sink.maxRecordBytes) {
+        refusal = {
+          code: 'OUTPUT_TOO_LARGE',
+          message: `the output is about ${bytes} bytes, over the sink's limit of ${sink.maxRecordBytes} (sink maxMessageBytes); shrink the output or raise the limit (with the topic's max.message.bytes)`,
+        };
+      } else {
+        try {
+          if (sink !== undefined) await sink.write(outcome.record);
+          this.counters.written += 1;
+          return { kind: 'written', output: outcome.record, result: outcome.result };
+        } catch (err) {
+          if (!(err instanceof OutputRejectedError)) throw err;
+          refusal = { code: err.code, message: err.message };
+        }
+      }
+      outcome = {
+        kind: 'dead',
+        record: deadLetter(outcome.source, 'sink', refusal.code, refusal.message),
+        ...refusal,
+      };
+    }
+    if (this.options.dlq !== undefined)
+      await this.options.dlq.write(fitDeadLetter(outcome.record, this.options.dlq.maxRecordBytes));
+    else {
+      // Without a DLQ the log is all that is left of the refused record; its bytes (which may
+      // hold personal data) go there only when the operator opted in.
+      this.options.logger.error(
+        {
+          route: this.name,
+          code: outcome.code,
+          origin: describeOrigin(outcome.record.origin),
+          bytes: outcome.record.value.length,
+          ...(this.options.logRecordBytes === true
+            ? {
+                headers: outcome.record.headers,
+                valueBase64: outcome.record.value.toString('base64'),
+              }
+            : {}),
+        },
+        `record refused: ${outcome.message}`,
+      );
+    }
+    this.counters.deadLettered += 1;
+    return { kind: 'dead-lettered', dead: outcome.record, code: outcome.code };
+  }
+
+  async handle(record: SourceRecord): Promise<Handled> {
+    return this.write(await this.decide(record));
+  }
+}

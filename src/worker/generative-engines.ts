@@ -1,0 +1,44 @@
+// The generative engines of a worker: one GenerativeEngine (its own generation threads, session
+// and step loop) per textGeneration pipeline that opts in with `generative` and that a route uses.
+// Such pipelines are not loaded on the batch engine's shards at all.
+import type { WorkerConfig } from '../config/schema.ts';
+import { GenerativeEngine } from '../generative/generative-engine.ts';
+import type { Logger } from '../logger.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+
+export function isGenerative(config: WorkerConfig, pipeline: string): boolean {
+  return config.pipelines[pipeline]?.generative !== undefined;
+}
+
+/** Starts them all, or none: a failed start closes those already running. */
+export async function startGenerativeEngines(
+  config: WorkerConfig,
+  models: Record<string, ModelSpec>,
+  logger: Logger,
+): Promise<Map<string, GenerativeEngine>> {
+  const used = new Set(config.routes.map((r) => r.pipeline).filter((p) => isGenerative(config, p)));
+  const engines = new Map<string, GenerativeEngine>();
+  try {
+    for (const alias of used) {
+      const pipeline = config.pipelines[alias];
+      const model = pipeline === undefined ? undefined : models[pipeline.model];
+      if (pipeline?.generative === undefined || model === undefined) continue;
+      const { device, threads, intraOpThreads, maxPending, ...scheduler } = pipeline.generative;
+      const engine = await GenerativeEngine.start({
+        model,
+        generation: pipeline.options ?? {},
+        scheduler,
+        device,
+        threads,
+        ...(intraOpThreads !== undefined ? { intraOpThreads } : {}),
+        maxPending,
+        logger,
+      });
+      engines.set(alias, engine);
+    }
+  } catch (err) {
+    await Promise.allSettled([...engines.values()].map((e) => e.close('abort')));
+    throw err;
+  }
+  return engines;
+}

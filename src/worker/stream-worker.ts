@@ -1,0 +1,272 @@
+// The worker process: an engine (batcher + inference threads), a generative engine per generative
+// pipeline, and, for each route, a source, a processor, a sink and a DLQ. stop() is the graceful
+// path: sources stop taking records and let those in flight finish and be acknowledged, the
+// engines drain, sinks flush. Under full load the queues hold more than the shutdown budget can
+// run, so at half the budget what is still queued is given up (not acknowledged: the broker
+// delivers it again) and only the batches on the threads finish.
+import type { SourceHealth } from '../connectors/source.ts';
+import type { WorkerConfig } from '../config/schema.ts';
+import { createSource } from '../connectors/create-source.ts';
+import type { Source, SourceDeps } from '../connectors/source.ts';
+import { Engine, type EngineOptions } from '../engine/engine.ts';
+import type { GenerativeEngine } from '../generative/generative-engine.ts';
+import { childLogger, type Logger } from '../logger.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import { createSink } from '../connectors/create-sink.ts';
+import type { Sink } from '../route/sink.ts';
+import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
+import { RecordProcessor, type Submit } from '../route/processor.ts';
+import type { RouteCounters, RouteRunner } from '../route/route-runner.ts';
+import { StreamedGeneration } from '../route/streamed-generation.ts';
+import { HealthState } from '../telemetry/health.ts';
+import { WorkerTelemetry } from '../telemetry/worker-telemetry.ts';
+
+export interface StreamWorkerOptions {
+  logger: Logger;
+  /** Inference thread module (tests substitute their own). */
+  workerFile?: string;
+  /** Health, metrics and tracing hooks (src/telemetry); without it, health is kept alone. */
+  telemetry?: WorkerTelemetry;
+}
+
+export class StreamWorker {
+  /** Absent when every route's pipeline is generative. */
+  private readonly engine: Engine | undefined;
+  private readonly generative: Map<string, GenerativeEngine>;
+  private readonly sources: Source[];
+  private readonly runners: RouteRunner[];
+  private readonly sinks: Sink[];
+  private readonly logger: Logger;
+  private stopping: Promise<void> | undefined;
+  private observe!: WorkerTelemetry;
+  private readonly healthListeners: Set<(route: string, health: SourceHealth) => void>;
+
+  private constructor(
+    engine: Engine | undefined,
+    generative: Map<string, GenerativeEngine>,
+    sources: Source[],
+    runners: RouteRunner[],
+    sinks: Sink[],
+    logger: Logger,
+    healthListeners: Set<(route: string, health: SourceHealth) => void>,
+  ) {
+    this.healthListeners = healthListeners;
+    this.engine = engine;
+    this.generative = generative;
+    this.sources = sources;
+    this.runners = runners;
+    this.sinks = sinks;
+    this.logger = logger;
+  }
+
+  static async start(config: WorkerConfig, options: StreamWorkerOptions): Promise<StreamWorker> {
+    const { logger } = options;
+    const observe =
+      options.telemetry ??
+      new WorkerTelemetry({
+        health: new HealthState({ sourceOutageMs: config.telemetry.health.sourceOutageMs }),
+        lagIntervalMs: config.telemetry.lagIntervalMs,
+        logger,
+      });
+    const models: Record<string, ModelSpec> = {};
+    for (const [alias, model] of Object.entries(config.models)) {
+      models[alias] = {
+        path: model.path,
+        ...(model.onnxFile !== undefined ? { onnxFile: model.onnxFile } : {}),
+        ...(model.runtime !== undefined ? { runtime: model.runtime } : {}),
+      };
+    }
+    // Generative pipelines run on their own engines, so the batch engine does not load them.
+    const batchPipelines = Object.fromEntries(
+      Object.entries(config.pipelines).filter(([alias]) => !isGenerative(config, alias)),
+    );
+    const needsBatchEngine = config.routes.some((r) => !isGenerative(config, r.pipeline));
+    const generative = await startGenerativeEngines(config, models, logger);
+    let engine: Engine | undefined;
+    try {
+      engine = needsBatchEngine
+        ? await Engine.start({
+            models,
+            // Validated with the config; the engine compiles them again, as it does for any caller.
+            pipelines: batchPipelines as EngineOptions['pipelines'],
+            shards: config.shards,
+            ...(config.batching !== undefined ? { batching: config.batching } : {}),
+            logger,
+            ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+          })
+        : undefined;
+    } catch (err) {
+      await Promise.allSettled([...generative.values()].map((g) => g.close('abort')));
+      throw err;
+    }
+    observe.enginesStarted(engine, generative);
+    const closeEngines = (mode: 'drain' | 'abort'): Promise<unknown> =>
+      Promise.allSettled(closeAll([engine, ...generative.values()], mode));
+    const sources: Source[] = [];
+    const runners: RouteRunner[] = [];
+    const sinks: Sink[] = [];
+    const healthListeners = new Set<(route: string, health: SourceHealth) => void>();
+    healthListeners.add((route, health) => observe.health.sourceHealth(route, health));
+    try {
+      for (const [i, route] of config.routes.entries()) {
+        const name = route.name ?? `route-${i}`;
+        const routeLogger = childLogger(logger, { route: name });
+        const sink = createSink(route.sink, { config, logger, deadLetters: false });
+        const dlq =
+          route.dlq === undefined
+            ? undefined
+            : createSink(route.dlq, { config, logger, deadLetters: true });
+        for (const s of [sink, dlq]) if (s !== undefined) sinks.push(s);
+        const task = config.pipelines[route.pipeline]?.task ?? '';
+        const generation = generative.get(route.pipeline);
+        let submit: Submit;
+        let onPressure: SourceDeps['onPressure'];
+        if (generation !== undefined) {
+          const streamed = new StreamedGeneration({
+            engine: observe.generation(generation, route.pipeline),
+            output: route.output,
+            generation: route.generation,
+            writePartial: (record) => sink?.write(record) ?? Promise.resolve(),
+          });
+          submit = (_, input, context) => streamed.run(input, context);
+          onPressure = (listener) => generation.onPressure(listener);
+        } else {
+          const batch = engine as Engine;
+          submit = (pipeline, input, { record }) =>
+            batch.submit(pipeline, input, observe.submitOptions(record));
+          onPressure = (listener) => batch.onPressure(route.pipeline, listener);
+        }
+        const processor = new RecordProcessor(route, task, config.limits, submit);
+        const runner = observe.runner(
+          {
+            name,
+            processor,
+            sink,
+            dlq,
+            retries: config.delivery.retries,
+            logger: routeLogger,
+            logRecordBytes: config.telemetry.logRecordBytes,
+          },
+          route.sink,
+        );
+        const source = createSource({
+          route,
+          config,
+          runner,
+          onPressure,
+          sink,
+          dlq,
+          logger: routeLogger,
+          ...observe.sourceHooks(name, route, onPressure),
+          onHealth: (health) => {
+            for (const listener of healthListeners) listener(name, health);
+          },
+        });
+        runners.push(runner);
+        sources.push(source);
+      }
+      for (const [i, source] of sources.entries()) {
+        await source.start();
+        observe.sourceStarted(runners[i]?.name ?? `route-${i}`, source);
+      }
+    } catch (err) {
+      await Promise.allSettled(sources.map((s) => s.stop()));
+      await closeEngines('abort');
+      await Promise.allSettled(sinks.map((s) => s.close()));
+      throw err;
+    }
+    logger.info({ routes: runners.map((r) => r.name) }, 'stream worker running');
+    const worker = new StreamWorker(
+      engine,
+      generative,
+      sources,
+      runners,
+      sinks,
+      logger,
+      healthListeners,
+    );
+    worker.observe = observe;
+    observe.running(() => worker.counters());
+    return worker;
+  }
+
+  /** Readiness and liveness (/readyz, /livez): also what ends a worker whose source died. */
+  get health(): HealthState {
+    return this.observe.health;
+  }
+
+  /** Hears every source's connection state (reconnecting, back, failed for good). */
+  onSourceHealth(listener: (route: string, health: SourceHealth) => void): () => void {
+    this.healthListeners.add(listener);
+    return () => this.healthListeners.delete(listener);
+  }
+
+  /** Resolves when every source is finite and has been read to its end (files); never otherwise. */
+  get finished(): Promise<void> {
+    const finite: Promise<void>[] = [];
+    for (const source of this.sources) {
+      if (source.finished === undefined) return new Promise(() => undefined);
+      finite.push(source.finished);
+    }
+    return Promise.all(finite).then(() => undefined);
+  }
+
+  counters(): Record<string, RouteCounters> {
+    return Object.fromEntries(this.runners.map((r) => [r.name, { ...r.counters }]));
+  }
+
+  /** Drains within `timeoutMs`; rejects if it could not (what was unfinished was not acknowledged). */
+  stop(timeoutMs: number): Promise<void> {
+    this.observe.draining();
+    this.stopping ??= this.drain(timeoutMs).finally(() => this.observe.stop());
+    return this.stopping;
+  }
+
+  private async closeEngines(mode: 'drain' | 'abort'): Promise<void> {
+    await Promise.all(closeAll([this.engine, ...this.generative.values()], mode));
+  }
+
+  private async drain(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`shutdown did not finish within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    const giveUp = setTimeout(() => {
+      this.logger.warn(
+        { afterMs: Math.round(timeoutMs / 2) },
+        'shutdown: giving up queued records (not acknowledged; they will be delivered again); running batches finish',
+      );
+      void this.closeEngines('abort').catch(() => undefined);
+    }, timeoutMs / 2);
+    giveUp.unref();
+    try {
+      await Promise.race([
+        (async () => {
+          await Promise.all(this.sources.map((s) => s.stop()));
+          await this.closeEngines('drain');
+          await Promise.all(this.sinks.map((s) => s.close()));
+        })(),
+        deadline,
+      ]);
+      this.logger.info({ routes: this.counters() }, 'stream worker stopped');
+    } catch (err) {
+      // Waits for the batches on the threads (bounded): stopping a thread inside an ONNX run
+      // would abort the process natively.
+      await this.closeEngines('abort').catch(() => undefined);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(giveUp);
+    }
+  }
+}
+
+function closeAll(
+  engines: readonly ({ close(mode: 'drain' | 'abort'): Promise<void> } | undefined)[],
+  mode: 'drain' | 'abort',
+): Promise<void>[] {
+  return engines.flatMap((e) => (e === undefined ? [] : [e.close(mode)]));
+}
