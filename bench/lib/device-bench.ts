@@ -8,7 +8,7 @@ import type { InferenceSession } from 'onnxruntime-node';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import { inputCost } from '../../src/engine/input-cost.ts';
 import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
-import { DEFAULT_CUDA_THREADS, type ShardOption } from '../../src/workers/shard-spec.ts';
+import { DEFAULT_CUDA_THREADS, type ShardOption } from '../../src/shards/shard-spec.ts';
 import type { Comparable, TaskSpec } from './contenders.ts';
 import { allAtOnce, startEngine } from './engine-runs.ts';
 import { RawPool, cutBatches, describePolicy, type BatchPolicy } from './raw-pool.ts';

@@ -6,7 +6,7 @@ import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import type { DispatchStats } from '../../src/engine/dispatcher.ts';
 import { Engine, type EnginePipeline } from '../../src/engine/engine.ts';
 import type { RuntimeOptions } from '../../src/pipelines/runtime/runtime-options.ts';
-import type { ShardOption } from '../../src/workers/shard-spec.ts';
+import type { ShardOption } from '../../src/shards/shard-spec.ts';
 import { percentile } from './stats.ts';
 
 export interface EngineContender {

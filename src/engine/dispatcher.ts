@@ -4,7 +4,7 @@
 // maxWaitMs runs out.
 import { CancelledError, DeadlineExceededError, InputError } from '../errors.ts';
 import type { BatchQueue, QueueItem } from '../batching/batch-queue.ts';
-import type { Shard } from '../workers/shard.ts';
+import type { Shard } from '../shards/shard.ts';
 
 export interface Pending {
   input: unknown;

@@ -11,9 +11,9 @@ import { readModelConfig } from '../pipelines/runtime/model-config.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
 import { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
-import type { PipelineDefinition } from '../workers/protocol.ts';
-import { Shard } from '../workers/shard.ts';
-import { compileShard, type ShardOption } from '../workers/shard-spec.ts';
+import type { PipelineDefinition } from '../shards/protocol.ts';
+import { Shard } from '../shards/shard.ts';
+import { compileShard, type ShardOption } from '../shards/shard-spec.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext } from './input-cost.ts';
 

@@ -16,7 +16,7 @@ import {
   compileShard,
   DEFAULT_CUDA_THREADS,
   defaultCudaThreads,
-} from '../../src/workers/shard-spec.ts';
+} from '../../src/shards/shard-spec.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 

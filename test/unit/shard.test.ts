@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClosedError, InputError, WorkerCrashedError } from '../../src/errors.ts';
 import { silentLogger, type Logger } from '../../src/logger.ts';
-import { Shard } from '../../src/workers/shard.ts';
-import { compileShard } from '../../src/workers/shard-spec.ts';
+import { Shard } from '../../src/shards/shard.ts';
+import { compileShard } from '../../src/shards/shard-spec.ts';
 
 const WORKER = join(import.meta.dirname, '..', 'fixtures', 'workers', 'scripted-worker.ts');
 let scratch: string;
