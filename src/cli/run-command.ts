@@ -13,6 +13,13 @@ export async function runWorker(
   out: (text: string) => void,
 ): Promise<number> {
   const started = performance.now();
+  // Listened for before the worker starts: a source can be writing (and a deployment can send
+  // SIGTERM) while start() still waits on a slower route, and Node's default action would kill
+  // the process mid-write. A signal during start() stops the worker as soon as it is up.
+  const stopSignal = new Promise<string>((resolve) => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const)
+      process.once(signal, () => resolve(signal));
+  });
   // Before the models load, so /livez answers and /readyz says why it is not ready yet.
   const telemetry = await Telemetry.start(config.telemetry, logger);
   let worker: StreamWorker;
@@ -43,10 +50,6 @@ export async function runWorker(
           readiness: () => worker.health.readiness(),
         })
       : () => undefined;
-  const stopSignal = new Promise<string>((resolve) => {
-    for (const signal of ['SIGTERM', 'SIGINT'] as const)
-      process.once(signal, () => resolve(signal));
-  });
   const stopProgress = showProgress(() => worker.counters());
   // A source that gave up for good (the bound is the source's to set) stops the worker, exit 1.
   let failedSource: string | undefined;

@@ -203,6 +203,16 @@ export class Engine {
     return this.closing;
   }
 
+  /**
+   * Fails what is queued and refuses new inputs, and changes nothing else: the batches on the
+   * threads finish and close() still stops the shards the usual way. Shutdown calls this at half
+   * its budget, before it knows whether the drain will be in time.
+   */
+  giveUpQueued(): void {
+    this.closed = true;
+    this.failQueued();
+  }
+
   private async drainAll(): Promise<void> {
     await Promise.allSettled(this.admitting);
     this.dispatcher.flush();

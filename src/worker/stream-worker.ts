@@ -239,7 +239,11 @@ export class StreamWorker {
         { afterMs: Math.round(timeoutMs / 2) },
         'shutdown: giving up queued records (not acknowledged; they will be delivered again); running batches finish',
       );
-      void this.closeEngines('abort').catch(() => undefined);
+      // Only the queue is given up; the shards stop later by the drain's own path. The forced
+      // pool close this replaces was in play both times a native abort was seen on SIGTERM under
+      // load (docs/operations.md); that it was the cause is not established.
+      this.engine?.giveUpQueued();
+      void Promise.all(closeAll([...this.generative.values()], 'abort')).catch(() => undefined);
     }, timeoutMs / 2);
     giveUp.unref();
     try {
