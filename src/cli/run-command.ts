@@ -7,6 +7,9 @@ import type { RouteCounters } from '../route/route-runner.ts';
 import { startStatsLine } from '../telemetry/stats-line.ts';
 import { Telemetry } from '../telemetry/telemetry.ts';
 
+/** How long /livez stays red after a source failed for good, before the process exits. */
+const FAILED_LINGER_MS = 2_000;
+
 export async function runWorker(
   config: WorkerConfig,
   logger: Logger,
@@ -90,6 +93,10 @@ export async function runWorker(
     { summary: { reason, exitCode, elapsedMs: Math.round(elapsedMs), routes: worker.counters() } },
     'summary',
   );
+  // A worker dying of an outage keeps answering /livez red a moment longer: otherwise the window
+  // between "failed for good" and the exit is only the drain, often shorter than one probe.
+  if (worker.health.failed !== undefined && exitOnSourceFailure)
+    await new Promise((resolve) => setTimeout(resolve, FAILED_LINGER_MS));
   await telemetry.close();
   out(summary(worker.counters(), elapsedMs));
   // Every client was closed and no batch runs any more (stop waited for them), so exiting now
