@@ -149,6 +149,13 @@ function sourceWith(consumer: FakeConsumer, route: FakeRoute, events: SourceEven
   return new KafkaSource(routeConfig.source, deps, driver);
 }
 
+/**
+ * Waits for a state the source reaches by itself. The bound is only a guard against a hang (a
+ * loaded CI machine may be slow; vi.waitFor's default second is not a progress bound).
+ */
+const until = <T>(check: () => T): Promise<T> =>
+  vi.waitFor(check, { timeout: 120_000, interval: 5 });
+
 /** Several commit rounds (every 5 ms) pass. */
 const rounds = (): Promise<unknown> => sleep(40);
 
@@ -161,12 +168,12 @@ describe('Kafka source through a fake driver', () => {
     await source.start();
     consumer.assign([0]);
     expect(await consumer.deliver(0, [0, 1, 2, 3, 4])).toEqual(['0', '1', '2', '3', '4']);
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['2']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['2']));
     await rounds();
     expect(route.written).toEqual(['0/0', '0/1']);
     expect(consumer.committedFor(0)).toEqual(['2']);
     release();
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['2', '5']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['2', '5']));
     expect(route.written).toEqual(['0/0', '0/1', '0/2', '0/3', '0/4']);
     await source.stop();
   });
@@ -179,12 +186,12 @@ describe('Kafka source through a fake driver', () => {
     await source.start();
     consumer.assign([0, 1]);
     await consumer.deliver(1, [0, 1]);
-    await vi.waitFor(() => expect(consumer.committedFor(1)).toEqual(['1']));
+    await until(() => expect(consumer.committedFor(1)).toEqual(['1']));
     consumer.assign([0]);
     expect(await consumer.deliver(1, [2, 3])).toEqual([]);
     release();
     await consumer.deliver(0, [0]);
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['1']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['1']));
     await rounds();
     expect(route.decided).not.toContain('1/2');
     expect(consumer.committedFor(1)).toEqual(['1']);
@@ -201,12 +208,12 @@ describe('Kafka source through a fake driver', () => {
     await source.start();
     consumer.assign([0]);
     await consumer.deliver(0, [0, 1, 2, 3, 4]);
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['3']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['3']));
     expect(events.filter((e) => e === 'commit-failed')).toHaveLength(2);
     await rounds();
     expect(consumer.committedFor(0)).toEqual(['3']);
     release();
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['3', '5']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['3', '5']));
     await source.stop();
   });
 
@@ -217,10 +224,10 @@ describe('Kafka source through a fake driver', () => {
     await source.start();
     consumer.assign([0]);
     await consumer.deliver(0, [0, 1, 2]);
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['3']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['3']));
     expect(await consumer.deliver(0, [3, 4], true)).toEqual([]);
     expect(await consumer.deliver(0, [1, 2, 3])).toEqual(['3']);
-    await vi.waitFor(() => expect(consumer.committedFor(0)).toEqual(['3', '4']));
+    await until(() => expect(consumer.committedFor(0)).toEqual(['3', '4']));
     expect(route.decided).toEqual(['0/0', '0/1', '0/2', '0/3']);
     await source.stop();
   });
