@@ -89,30 +89,8 @@ def llama_100m(dest: Path) -> dict:
     model.config.save_pretrained(dest)
     model.generation_config.save_pretrained(dest)
     tokenizer_kit.save(tokenizer, dest)
-    layers = config.num_hidden_layers
-    past_names, present_names = causal_lm._names(layers)
-    wrapper = causal_lm.WithPast(model, layers).eval()
-    prompts = ["Hello there", "The meeting is moved to Thursday because"]
-    prefill = causal_lm._feeds(tokenizer, prompts, config)
-    with torch.no_grad():
-        first = wrapper(*[torch.from_numpy(v) for v in prefill.values()])
-    decode = causal_lm._decode_feed(prefill, [t.numpy() for t in first[1:]], first[0][:, -1, :].argmax(-1).numpy(), layers)
-    dynamic = {
-        "input_ids": {0: "batch_size", 1: "sequence_length"},
-        "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
-        "position_ids": {0: "batch_size", 1: "sequence_length"},
-        "logits": {0: "batch_size"},
-        **{n: {0: "batch_size", 2: "past_sequence_length"} for n in past_names},
-        **{n: {0: "batch_size", 2: "total_sequence_length"} for n in present_names},
-    }
-    causal_lm._export(wrapper, decode, ["logits", *present_names], dynamic, dest / "model.onnx")
-
-    def reference(feed):
-        with torch.no_grad():
-            result = wrapper(*[torch.from_numpy(v) for v in feed.values()])
-        return dict(zip(["logits", *present_names], [t.numpy() for t in result]))
-
-    parity = onnx_export.check_parity(dest / "model.onnx", reference, [prefill, decode])
+    exported = causal_lm.export_with_past(model, tokenizer, dest / "model.onnx")
+    parity = onnx_export.check_parity(dest / "model.onnx", exported.reference, [exported.prefill, exported.decode])
     return {"parameters": sum(p.numel() for p in model.parameters()), "parity": parity}
 
 

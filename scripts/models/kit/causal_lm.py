@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -202,6 +202,44 @@ def build(tokenizer) -> dict[str, Any]:
     }
     write_json(out_dir / "goldens.json", goldens)
     return {"name": NAME, "parity": parity}
+
+
+class ExportedWithPast(NamedTuple):
+    """What export_with_past leaves for the caller's parity checks and goldens."""
+
+    wrapper: "WithPast"
+    prefill: dict[str, np.ndarray]
+    decode: dict[str, np.ndarray]
+    past_names: list[str]
+    present_names: list[str]
+
+    def reference(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        with torch.no_grad():
+            result = self.wrapper(*[torch.from_numpy(v) for v in feed.values()])
+        return dict(zip(["logits", *self.present_names], [t.numpy() for t in result]))
+
+
+def export_with_past(model, tokenizer, path: Path) -> ExportedWithPast:
+    """Exports a causal LM with past/present KV inputs and outputs, traced on a decode step after
+    a two-prompt prefill; the layout the text-generation pipeline reads."""
+    config = model.config
+    layers = config.num_hidden_layers
+    past_names, present_names = _names(layers)
+    wrapper = WithPast(model, layers).eval()
+    prefill = _feeds(tokenizer, ["Hello there", "The meeting is moved to Thursday because"], config)
+    with torch.no_grad():
+        first = wrapper(*[torch.from_numpy(v) for v in prefill.values()])
+    decode = _decode_feed(prefill, [t.numpy() for t in first[1:]], first[0][:, -1, :].argmax(-1).numpy(), layers)
+    dynamic = {
+        "input_ids": {0: "batch_size", 1: "sequence_length"},
+        "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
+        "position_ids": {0: "batch_size", 1: "sequence_length"},
+        "logits": {0: "batch_size"},
+        **{n: {0: "batch_size", 2: "past_sequence_length"} for n in past_names},
+        **{n: {0: "batch_size", 2: "total_sequence_length"} for n in present_names},
+    }
+    _export(wrapper, decode, ["logits", *present_names], dynamic, path)
+    return ExportedWithPast(wrapper, prefill, decode, past_names, present_names)
 
 
 def _export(wrapper, feed, output_names, dynamic, path: Path) -> None:
