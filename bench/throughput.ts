@@ -65,6 +65,12 @@ if (only !== undefined && only !== 'embedding' && only !== 'classification')
 if (values.models !== undefined && values.models !== 'fixtures')
   throw new Error(`--models takes only 'fixtures', not '${values.models}'`);
 const fixtures = values.models === 'fixtures';
+const embeddingSpec = fixtures
+  ? onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
+  : EMBEDDING;
+const classificationSpec = fixtures
+  ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
+  : CLASSIFICATION;
 if (values.device !== undefined) {
   // `--device cpu` walks the GPU run's flow on the CPU provider: a smoke run, not a measurement.
   const match = /^cuda:(\d+)$|^cpu$/.exec(values.device);
@@ -73,12 +79,6 @@ if (values.device !== undefined) {
   process.exit(0);
 }
 
-const embeddingSpec = fixtures
-  ? onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
-  : EMBEDDING;
-const classificationSpec = fixtures
-  ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
-  : CLASSIFICATION;
 const embedding =
   only === 'classification'
     ? undefined
@@ -180,12 +180,7 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
     log,
   };
   const reports: Record<string, DeviceReport> = {};
-  const specs = fixtures
-    ? [
-        onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction'),
-        onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification'),
-      ]
-    : [EMBEDDING, CLASSIFICATION];
+  const specs = [embeddingSpec, classificationSpec];
   for (const spec of specs) {
     if (only !== undefined && only !== spec.name) continue;
     reports[spec.name] = await benchOnDevice(spec, input);
