@@ -2,6 +2,7 @@
 // each. Pipelines hold no thread affinity: the same object runs on the main thread in tests and
 // inside worker threads in the shard pool.
 import { InputError } from '../errors.ts';
+import type { PipelineStatistics } from './base-pipeline.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { TextTokenizer } from './runtime/text-tokenizer.ts';
 
@@ -10,6 +11,8 @@ export interface Pipeline<Input, Output> {
   readonly model: LoadedModel;
   /** Runs the inputs as one batch; outputs are in input order. */
   run(inputs: readonly Input[]): Promise<Output[]>;
+  /** Where the pipeline's time went (pipelines built on BasePipeline have it). */
+  readonly statistics?: PipelineStatistics | undefined;
 }
 
 export function requireTokenizer(model: LoadedModel, task: string): TextTokenizer {

@@ -2,6 +2,7 @@
 // Used for models that are not batch invariant (batch-invariance.ts). On CPU this costs little:
 // batch 1 is already the fastest way to run an encoder there (docs/batching.md), and a lone row
 // carries no padding.
+import type { PipelineStatistics } from '../base-pipeline.ts';
 import type { LoadedModel } from './model-store.ts';
 import { assertBatch, type Pipeline } from '../pipeline.ts';
 
@@ -14,6 +15,10 @@ export class RowByRowPipeline<Input, Output> implements Pipeline<Input, Output> 
     this.inner = inner;
     this.task = inner.task;
     this.model = inner.model;
+  }
+
+  get statistics(): PipelineStatistics | undefined {
+    return this.inner.statistics;
   }
 
   async run(inputs: readonly Input[]): Promise<Output[]> {

@@ -1,0 +1,124 @@
+// The skeleton every pipeline shares, as Hugot's BasePipeline gives it: the task name, the loaded
+// model, options parsed once by the task's schema, the tokenizer when the task needs one, and
+// counters of where a batch's time goes (tokenizing vs ONNX Runtime). A pipeline then writes only
+// its own steps in `runBatch`: the empty-batch check, the error wrapping around `session.run` and
+// the timings come from here, so per-pipeline constructors stop repeating them.
+import type { InferenceSession, Tensor } from 'onnxruntime-node';
+import type { z } from 'zod';
+import { HugotError, InferenceError } from '../errors.ts';
+import { parseWithSchema } from '../options/parse.ts';
+import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
+import type { LoadedModel } from './runtime/model-store.ts';
+import type {
+  EncodeOptions,
+  TextInput,
+  TextTokenizer,
+  TokenizedText,
+} from './runtime/text-tokenizer.ts';
+
+/** Where a pipeline's time went since it was built (Hugot's PipelineStatistics). */
+export interface PipelineStatistics {
+  /** Batches run and the inputs they held. */
+  batches: number;
+  inputs: number;
+  /** Tokenizer calls and their wall time, in milliseconds. */
+  tokenize: { calls: number; ms: number };
+  /** ONNX Runtime `session.run` calls and their wall time, in milliseconds. */
+  inference: { calls: number; ms: number };
+}
+
+export interface BaseOptions {
+  /** false for tasks that read no text (images, tabular rows); default true. */
+  tokenizer?: boolean;
+}
+
+type Feeds = InferenceSession.FeedsType;
+
+export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> implements Pipeline<
+  Input,
+  Output
+> {
+  readonly task: string;
+  readonly model: LoadedModel;
+  protected readonly options: z.output<Schema>;
+  private readonly textTokenizer: TextTokenizer | undefined;
+  private readonly stats: PipelineStatistics = {
+    batches: 0,
+    inputs: 0,
+    tokenize: { calls: 0, ms: 0 },
+    inference: { calls: 0, ms: 0 },
+  };
+
+  protected constructor(
+    task: string,
+    model: LoadedModel,
+    schema: Schema,
+    options: unknown,
+    { tokenizer = true }: BaseOptions = {},
+  ) {
+    this.task = task;
+    this.model = model;
+    this.options = parseWithSchema(schema, options ?? {}, 'options');
+    this.textTokenizer = tokenizer ? requireTokenizer(model, task) : undefined;
+  }
+
+  /** A copy of the counters; they keep counting after it is taken. */
+  get statistics(): PipelineStatistics {
+    const { tokenize, inference } = this.stats;
+    return { ...this.stats, tokenize: { ...tokenize }, inference: { ...inference } };
+  }
+
+  async run(inputs: readonly Input[]): Promise<Output[]> {
+    assertBatch(inputs, this.task);
+    const outputs = await this.runBatch(inputs);
+    this.stats.batches += 1;
+    this.stats.inputs += inputs.length;
+    return outputs;
+  }
+
+  /** The pipeline's own steps over a batch the base has checked is a non-empty array. */
+  protected abstract runBatch(inputs: readonly Input[]): Promise<Output[]>;
+
+  /** The model's tokenizer; only for pipelines built with `tokenizer: true` (the default). */
+  protected get tokenizer(): TextTokenizer {
+    return this.textTokenizer ?? requireTokenizer(this.model, this.task);
+  }
+
+  /** The tokenizer's `encode`, counted. */
+  protected async encode(
+    texts: readonly TextInput[],
+    options: EncodeOptions = {},
+  ): Promise<TokenizedText[]> {
+    const started = performance.now();
+    try {
+      return await this.tokenizer.encode(texts, options);
+    } finally {
+      this.stats.tokenize.calls += 1;
+      this.stats.tokenize.ms += performance.now() - started;
+    }
+  }
+
+  /**
+   * One `session.run` of the model (or of another session the model holds), counted. A failure
+   * ONNX Runtime raises becomes an InferenceError naming the task; our own typed errors pass.
+   */
+  protected async infer(
+    feeds: Feeds,
+    outputNames?: readonly string[],
+    session: InferenceSession = this.model.session,
+  ): Promise<Record<string, Tensor>> {
+    const started = performance.now();
+    try {
+      return outputNames === undefined
+        ? await session.run(feeds)
+        : await session.run(feeds, outputNames);
+    } catch (cause) {
+      if (cause instanceof HugotError) throw cause;
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new InferenceError(`${this.task}: ONNX Runtime failed: ${reason}`, { cause });
+    } finally {
+      this.stats.inference.calls += 1;
+      this.stats.inference.ms += performance.now() - started;
+    }
+  }
+}
