@@ -3,8 +3,7 @@
 // (softmax, or sigmoid for multi-label / one-logit models), sorted, top 5 by default.
 import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
-import { InferenceError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
+import { BasePipeline } from '../base-pipeline.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
 import {
   compilePreprocessor,
@@ -12,7 +11,6 @@ import {
   type ImagePreprocessor,
 } from './image-preprocess.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, type Pipeline } from '../pipeline.ts';
 import {
   defaultScoreFunction,
   logitsOf,
@@ -38,17 +36,17 @@ export type ImageClassificationOptions = z.input<typeof imageClassificationOptio
 
 const TASK = 'imageClassification';
 
-export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelScore[]> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: z.output<typeof imageClassificationOptionsSchema>;
+export class ImageClassificationPipeline extends BasePipeline<
+  ImageInput,
+  LabelScore[],
+  typeof imageClassificationOptionsSchema
+> {
   private readonly preprocessor: ImagePreprocessor;
   private readonly apply: ScoreFunction;
   private readonly inputName: string;
 
   constructor(model: LoadedModel, options: ImageClassificationOptions = {}) {
-    this.model = model;
-    this.options = parseWithSchema(imageClassificationOptionsSchema, options, 'options');
+    super(TASK, model, imageClassificationOptionsSchema, options, { tokenizer: false });
     this.preprocessor = compilePreprocessor(model.preprocessor, model.folder);
     this.apply = this.options.functionToApply ?? defaultScoreFunction(model);
     this.inputName = model.inputNames.includes('pixel_values')
@@ -56,8 +54,7 @@ export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelSc
       : (model.inputNames[0] ?? 'pixel_values');
   }
 
-  async run(inputs: readonly ImageInput[]): Promise<LabelScore[][]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly ImageInput[]): Promise<LabelScore[][]> {
     const images = await Promise.all(inputs.map((input, i) => decodeImage(input, `inputs[${i}]`)));
     const pixels = images.map((image) => preprocessImage(image, this.preprocessor));
     const first = pixels[0];
@@ -65,25 +62,15 @@ export class ImageClassificationPipeline implements Pipeline<ImageInput, LabelSc
     if (pixels.some((p) => p.height !== first.height || p.width !== first.width)) {
       // Only configs that skip resizing can get here; such images cannot share one batch.
       const results: LabelScore[][] = [];
-      for (const input of inputs) results.push(...(await this.run([input])));
+      for (const input of inputs) results.push(...(await this.runBatch([input])));
       return results;
     }
     const size = first.data.length;
     const batch = new Float32Array(size * pixels.length);
     pixels.forEach((p, i) => batch.set(p.data, i * size));
-    let outputs: Record<string, Tensor>;
-    try {
-      outputs = await this.model.session.run({
-        [this.inputName]: new Tensor('float32', batch, [
-          pixels.length,
-          3,
-          first.height,
-          first.width,
-        ]),
-      });
-    } catch (cause) {
-      throw new InferenceError(`image classification failed: ${String(cause)}`, { cause });
-    }
+    const outputs = await this.infer({
+      [this.inputName]: new Tensor('float32', batch, [pixels.length, 3, first.height, first.width]),
+    });
     const logits = logitsOf(this.model, outputs);
     return pixels.map((_, b) =>
       rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
