@@ -1,7 +1,8 @@
 // Reads a YAML config, fills `${VAR}` / `${VAR:-default}` from the environment, applies
 // HUGOT__a__b=value overrides, validates once, and checks the cross-references zod cannot see.
-// Every problem is reported at once, each with its path and a fix: first every field (each task's
-// options, batching and shards included), then, once the fields are right, every reference.
+// Every problem is reported at once, each with its path and a fix: every field (each task's
+// options, batching and shards included) with the model and pipeline names the file refers to,
+// then, once the fields are right, the references that need valid fields to judge.
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse } from 'yaml';
@@ -50,14 +51,19 @@ export function parseConfigText(
   }
   applyOverrides(raw, env);
   const checked = checkWithSchema(configSchema, raw);
-  if (!checked.ok)
-    throw invalid(
-      source,
-      checked.problems.map((p) => {
-        const field = formatPath('', p.path);
-        return { field, line: `${field || '(the file)'}: ${p.message}` };
-      }),
-    );
+  if (!checked.ok) {
+    const fields = checked.problems.map((p) => {
+      const field = formatPath('', p.path);
+      return { field, line: `${field || '(the file)'}: ${p.message}` };
+    });
+    // The names that tie the file together are judged too, so a typo in one is not found only
+    // on the next attempt; the rest of the references wait for valid fields.
+    const seen = new Set(fields.map((p) => p.field));
+    throw invalid(source, [
+      ...fields,
+      ...nameReferenceProblems(raw).filter((p) => !seen.has(p.field)),
+    ]);
+  }
   const problems = referenceProblems(checked.data);
   if (problems.length > 0) throw invalid(source, problems);
   return checked.data;
@@ -116,6 +122,42 @@ function parseScalar(value: string): unknown {
   }
 }
 
+const entries = (value: unknown): [string, unknown][] =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : [];
+
+/**
+ * Pipelines naming a model and routes naming a pipeline that the file does not define, read from
+ * the raw file: only references written as strings are judged, the rest is the schema's to report.
+ */
+function nameReferenceProblems(raw: unknown): ConfigProblem[] {
+  const root = Object.fromEntries(entries(raw));
+  const models = new Set(entries(root['models']).map(([key]) => key));
+  const pipelines = entries(root['pipelines']);
+  const pipelineNames = new Set(pipelines.map(([key]) => key));
+  const problems: ConfigProblem[] = [];
+  for (const [alias, pipeline] of pipelines) {
+    const model = Object.fromEntries(entries(pipeline))['model'];
+    if (typeof model === 'string' && !models.has(model)) {
+      const field = `pipelines.${alias}.model`;
+      problems.push({ field, line: missingModel(field, model) });
+    }
+  }
+  const routes = Array.isArray(root['routes']) ? (root['routes'] as unknown[]) : [];
+  routes.forEach((route, i) => {
+    const name = Object.fromEntries(entries(route))['pipeline'];
+    if (typeof name === 'string' && !pipelineNames.has(name)) {
+      const field = `routes.${i}.pipeline`;
+      problems.push({ field, line: missingPipeline(field, name) });
+    }
+  });
+  return problems;
+}
+
+const missingModel = (field: string, model: string): string =>
+  `${field}: no model '${model}' under models; define it or fix the name`;
+const missingPipeline = (field: string, pipeline: string): string =>
+  `${field}: no pipeline '${pipeline}' under pipelines; define it or fix the name`;
+
 function referenceProblems(config: WorkerConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const problem: Report = (line, { field }) => {
@@ -136,21 +178,14 @@ function referenceProblems(config: WorkerConfig): ConfigProblem[] {
           );
     }
     if (config.models[pipeline.model] === undefined) {
-      problem(
-        `pipelines.${alias}.model: no model '${pipeline.model}' under models; define it or fix the name`,
-        {
-          field: `pipelines.${alias}.model`,
-        },
-      );
+      const field = `pipelines.${alias}.model`;
+      problem(missingModel(field, pipeline.model), { field });
     }
   }
   config.routes.forEach((route, i) => {
     const at = `routes.${i}`;
     if (config.pipelines[route.pipeline] === undefined) {
-      problem(
-        `${at}.pipeline: no pipeline '${route.pipeline}' under pipelines; define it or fix the name`,
-        { field: `${at}.pipeline` },
-      );
+      problem(missingPipeline(`${at}.pipeline`, route.pipeline), { field: `${at}.pipeline` });
     }
     const usesKafka = [route.source, route.sink, route.dlq].some((end) => end?.type === 'kafka');
     if (usesKafka && config.connections.kafka === undefined) {

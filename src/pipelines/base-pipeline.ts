@@ -9,6 +9,7 @@ import { HugotError, InferenceError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
+import { textFeeds } from './runtime/tensors.ts';
 import type {
   EncodeOptions,
   TextInput,
@@ -120,5 +121,13 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
       this.stats.inference.calls += 1;
       this.stats.inference.ms += performance.now() - started;
     }
+  }
+
+  /** One counted run over a tokenized batch, padded with the tokenizer's pad id. */
+  protected async inferText(
+    encoded: readonly TokenizedText[],
+    outputNames?: readonly string[],
+  ): Promise<Record<string, Tensor>> {
+    return this.infer(textFeeds(encoded, this.model.inputNames, this.tokenizer.padId), outputNames);
   }
 }

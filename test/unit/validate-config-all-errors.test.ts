@@ -117,6 +117,21 @@ describe('validate-config reports every problem at once', () => {
     expect(message).toMatch(/routes\.0\.pipeline: no pipeline 'ghost'/);
   });
 
+  it('names a missing model or pipeline alongside field problems, in the same run', () => {
+    const text = fourMistakes
+      .replace('model: minilm\n  embed', 'model: nowhere\n  embed')
+      .replace('pipeline: embed', 'pipeline: ghost');
+    const message = problems(text);
+    expect(message).toMatch(/\(7 problems\)/);
+    expect(message).toMatch(/pipelines\.typo\.task: unknown task 'featureExtractoin'/);
+    expect(message).toMatch(/batching\.maxBatchSise: unknown key/);
+    expect(message).toMatch(/pipelines\.typo\.model: no model 'nowhere' under models/);
+    expect(message).toMatch(/routes\.0\.pipeline: no pipeline 'ghost' under pipelines/);
+    // A reference the schema already refused (not a string) is reported once, by the schema.
+    const once = problems(text.replace('pipeline: ghost', 'pipeline: 42'));
+    expect(once.match(/routes\.0\.pipeline/g)).toHaveLength(1);
+  });
+
   it("checks a pipeline's batching merged over the worker's, as the engine compiles it", () => {
     const text = fourMistakes
       .replace('task: featureExtractoin', 'task: featureExtraction')

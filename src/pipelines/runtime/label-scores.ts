@@ -3,8 +3,7 @@
 import type { Tensor } from 'onnxruntime-node';
 import { sigmoid, softmax, topKIndices } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
-import { floatOutput, textFeeds, type FloatOutput } from './tensors.ts';
-import type { TokenizedText } from './text-tokenizer.ts';
+import { floatOutput, type FloatOutput } from './tensors.ts';
 
 export type ScoreFunction = 'softmax' | 'sigmoid' | 'none';
 
@@ -48,14 +47,4 @@ export function rankLabels(
   // Python caps top_k at the number of labels.
   const k = Math.min(topK ?? scores.length, scores.length);
   return topKIndices(scores, k).map((i) => ({ label: labelOf(model, i), score: scores[i] ?? 0 }));
-}
-
-/** One forward pass of a classifier head over a tokenized batch. */
-export async function classifierLogits(
-  model: LoadedModel,
-  encoded: readonly TokenizedText[],
-  padId: number,
-): Promise<FloatOutput> {
-  const outputs = await model.session.run(textFeeds(encoded, model.inputNames, padId));
-  return logitsOf(model, outputs);
 }

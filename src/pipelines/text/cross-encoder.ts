@@ -3,14 +3,12 @@
 // by default), then the documents come back best first with their original positions.
 import { z } from 'zod';
 import { InputError, ModelFolderError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
 import { sigmoid } from '../runtime/math.ts';
-import { classifierLogits } from '../runtime/label-scores.ts';
+import { logitsOf } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
-import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
-
-import type { TextInput, TextTokenizer } from '../runtime/text-tokenizer.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import type { TextInput } from '../runtime/text-tokenizer.ts';
 
 export const crossEncoderOptionsSchema = z
   .object({
@@ -43,20 +41,16 @@ export interface RankedDocument {
 
 const TASK = 'crossEncoder';
 
-export class CrossEncoderPipeline implements Pipeline<CrossEncoderInput, RankedDocument[]> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: z.output<typeof crossEncoderOptionsSchema>;
-  private readonly tokenizer: TextTokenizer;
-
+export class CrossEncoderPipeline extends BasePipeline<
+  CrossEncoderInput,
+  RankedDocument[],
+  typeof crossEncoderOptionsSchema
+> {
   constructor(model: LoadedModel, options: CrossEncoderOptions = {}) {
-    this.model = model;
-    this.options = parseWithSchema(crossEncoderOptionsSchema, options, 'options');
-    this.tokenizer = requireTokenizer(model, TASK);
+    super(TASK, model, crossEncoderOptionsSchema, options);
   }
 
-  async run(inputs: readonly CrossEncoderInput[]): Promise<RankedDocument[][]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly CrossEncoderInput[]): Promise<RankedDocument[][]> {
     inputs.forEach(assertInput);
     // Python's tokenizer drops an empty second text (`[(text, pair)] if pair else [text]`), so
     // an empty document is scored as the query alone; done the same here to give its score.
@@ -77,10 +71,10 @@ export class CrossEncoderPipeline implements Pipeline<CrossEncoderInput, RankedD
   }
 
   private async score(pairs: readonly TextInput[]): Promise<number[]> {
-    const encoded = await this.tokenizer.encode(pairs, {
+    const encoded = await this.encode(pairs, {
       truncation: this.options.truncation ? 'longest_first' : false,
     });
-    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
+    const logits = logitsOf(this.model, await this.inferText(encoded));
     if (logits.dims.at(-1) !== 1) {
       throw new ModelFolderError(
         `${TASK} needs a model with one relevance logit; ${this.model.folder} gives ${logits.dims.at(-1)} (use textClassification for several labels)`,

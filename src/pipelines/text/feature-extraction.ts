@@ -6,13 +6,13 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
 import { l2Normalize } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import { assertString } from '../pipeline.ts';
 import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
-import { floatOutput, textFeeds } from '../runtime/tensors.ts';
+import { floatOutput } from '../runtime/tensors.ts';
 
 // pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
 // the model folder's sentence-transformers files, then to the defaults in `settle` below.
@@ -38,22 +38,21 @@ export type FeatureExtractionResult = Float32Array | Float32Array[];
 
 const TASK = 'featureExtraction';
 
-export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtractionResult> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: Settled;
+export class FeatureExtractionPipeline extends BasePipeline<
+  string,
+  FeatureExtractionResult,
+  typeof featureExtractionOptionsSchema
+> {
+  /** The options with the folder's sentence-transformers defaults filled in. */
+  private readonly settled: Settled;
   private readonly outputName: string;
 
   constructor(model: LoadedModel, options: FeatureExtractionOptions = {}) {
-    this.model = model;
-    this.options = settle(
-      model,
-      parseWithSchema(featureExtractionOptionsSchema, options, 'options'),
-    );
-    requireTokenizer(model, TASK);
-    const fallback = this.options.pooling === 'pooled' ? 'pooler_output' : 'last_hidden_state';
+    super(TASK, model, featureExtractionOptionsSchema, options);
+    this.settled = settle(model, this.options);
+    const fallback = this.settled.pooling === 'pooled' ? 'pooler_output' : 'last_hidden_state';
     const wanted =
-      this.options.outputName ??
+      this.settled.outputName ??
       (model.outputNames.includes(fallback) ? fallback : model.outputNames[0]);
     if (wanted === undefined || !model.outputNames.includes(wanted)) {
       throw new InferenceError(
@@ -63,21 +62,19 @@ export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtrac
     this.outputName = wanted;
   }
 
-  async run(inputs: readonly string[]): Promise<FeatureExtractionResult[]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly string[]): Promise<FeatureExtractionResult[]> {
     inputs.forEach((text, i) => assertString(text, TASK, `inputs[${i}]`));
-    const tokenizer = requireTokenizer(this.model, TASK);
-    const texts = this.options.lowerCase ? inputs.map((text) => text.toLowerCase()) : inputs;
-    const encoded = await tokenizer.encode(texts, {
-      truncation: this.options.truncation ? 'longest_first' : false,
-      ...(this.options.maxLength !== undefined ? { maxLength: this.options.maxLength } : {}),
+    const { lowerCase, truncation, maxLength, normalize } = this.settled;
+    const texts = lowerCase ? inputs.map((text) => text.toLowerCase()) : inputs;
+    const encoded = await this.encode(texts, {
+      truncation: truncation ? 'longest_first' : false,
+      ...(maxLength !== undefined ? { maxLength } : {}),
     });
-    const feeds = textFeeds(encoded, this.model.inputNames, tokenizer.padId);
-    const outputs = await this.model.session.run(feeds, [this.outputName]);
+    const outputs = await this.inferText(encoded, [this.outputName]);
     const hidden = floatOutput(outputs, this.outputName);
     return encoded.map((encoding, b) => {
       const result = this.pool(hidden.data, hidden.dims, b, encoding.attentionMask);
-      if (!this.options.normalize) return result;
+      if (!normalize) return result;
       return Array.isArray(result) ? result.map(l2Normalize) : l2Normalize(result);
     });
   }
@@ -97,7 +94,7 @@ export class FeatureExtractionPipeline implements Pipeline<string, FeatureExtrac
     const size = dims[2] ?? 0;
     const base = b * seq * size;
     const token = (t: number): Float32Array => data.slice(base + t * size, base + (t + 1) * size);
-    switch (this.options.pooling) {
+    switch (this.settled.pooling) {
       case 'cls':
       case 'pooled':
         return token(0);

@@ -4,11 +4,11 @@
 // each decoded with the other masks (and special tokens) left visible, as Python does.
 import { z } from 'zod';
 import { ConfigError, InputError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
 import { softmax, topKIndices } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
-import { floatOutput, textFeeds } from '../runtime/tensors.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import { assertString } from '../pipeline.ts';
+import { floatOutput } from '../runtime/tensors.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
 import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
 
@@ -41,17 +41,17 @@ export interface ResolvedTargets {
 
 const TASK = 'fillMask';
 
-export class FillMaskPipeline implements Pipeline<string, FillMaskResult> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: z.output<typeof fillMaskOptionsSchema>;
+export class FillMaskPipeline extends BasePipeline<
+  string,
+  FillMaskResult,
+  typeof fillMaskOptionsSchema
+> {
   private readonly maskId: number;
   private targets: Promise<ResolvedTargets> | undefined;
 
   constructor(model: LoadedModel, options: FillMaskOptions = {}) {
-    this.model = model;
-    this.options = parseWithSchema(fillMaskOptionsSchema, options, 'options');
-    const tokenizer = requireTokenizer(model, TASK);
+    super(TASK, model, fillMaskOptionsSchema, options);
+    const tokenizer = this.tokenizer;
     const maskId = tokenizer.tokenId(tokenizer.special.mask);
     if (maskId === undefined) {
       throw new ConfigError(`${TASK}: the tokenizer in ${model.folder} defines no mask token`, {
@@ -66,18 +66,17 @@ export class FillMaskPipeline implements Pipeline<string, FillMaskResult> {
     const { targets } = this.options;
     if (targets === undefined) return undefined;
     this.targets ??= resolveTargets(
-      requireTokenizer(this.model, TASK),
+      this.tokenizer,
       typeof targets === 'string' ? [targets] : targets,
     );
     return this.targets;
   }
 
-  async run(inputs: readonly string[]): Promise<FillMaskResult[]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly string[]): Promise<FillMaskResult[]> {
     inputs.forEach((input, i) => assertString(input, TASK, `inputs[${i}]`));
-    const tokenizer = requireTokenizer(this.model, TASK);
+    const tokenizer = this.tokenizer;
     const targets = await this.resolvedTargets();
-    const encoded = await tokenizer.encode(inputs, {
+    const encoded = await this.encode(inputs, {
       truncation: this.options.truncation ? 'longest_first' : false,
     });
     const masks = encoded.map(({ ids }, i) => {
@@ -97,9 +96,7 @@ export class FillMaskPipeline implements Pipeline<string, FillMaskResult> {
       }
       return positions;
     });
-    const outputs = await this.model.session.run(
-      textFeeds(encoded, this.model.inputNames, tokenizer.padId),
-    );
+    const outputs = await this.inferText(encoded);
     const logits = floatOutput(
       outputs,
       this.model.outputNames.includes('logits')

@@ -5,12 +5,11 @@
 // spans over all windows mapped back to character offsets in the context.
 import { z } from 'zod';
 import { InferenceError, InputError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { BasePipeline } from '../base-pipeline.ts';
 import { bestSpans } from './qa-spans.ts';
 import { contextWindows } from './qa-windows.ts';
-import { floatOutput, row, textFeeds } from '../runtime/tensors.ts';
+import { floatOutput, row } from '../runtime/tensors.ts';
 import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
 
@@ -49,19 +48,19 @@ export interface Answer {
 
 const TASK = 'questionAnswering';
 
-export class QuestionAnsweringPipeline implements Pipeline<QuestionAnsweringInput, Answer[]> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: z.output<typeof questionAnsweringOptionsSchema>;
+export class QuestionAnsweringPipeline extends BasePipeline<
+  QuestionAnsweringInput,
+  Answer[],
+  typeof questionAnsweringOptionsSchema
+> {
   private readonly maxSeqLength: number;
   private readonly docStride: number;
   private readonly startName: string;
   private readonly endName: string;
 
   constructor(model: LoadedModel, options: QuestionAnsweringOptions = {}) {
-    this.model = model;
-    this.options = parseWithSchema(questionAnsweringOptionsSchema, options, 'options');
-    const tokenizer = requireTokenizer(model, TASK);
+    super(TASK, model, questionAnsweringOptionsSchema, options);
+    const tokenizer = this.tokenizer;
     // Without a declared limit, 384 is what Python's pipeline used for question answering.
     this.maxSeqLength = this.options.maxSeqLength ?? tokenizer.maxLength ?? 384;
     this.docStride = Math.min(this.options.docStride, Math.floor(this.maxSeqLength / 2));
@@ -69,11 +68,10 @@ export class QuestionAnsweringPipeline implements Pipeline<QuestionAnsweringInpu
     this.endName = outputName(model, 'end_logits', 1);
   }
 
-  async run(inputs: readonly QuestionAnsweringInput[]): Promise<Answer[][]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly QuestionAnsweringInput[]): Promise<Answer[][]> {
     const examples = inputs.map(toExample);
-    const tokenizer = requireTokenizer(this.model, TASK);
-    const full = await tokenizer.encode(
+    const tokenizer = this.tokenizer;
+    const full = await this.encode(
       examples.map((e) => [e.question, e.context] as const),
       { truncation: false },
     );
@@ -81,9 +79,7 @@ export class QuestionAnsweringPipeline implements Pipeline<QuestionAnsweringInpu
       contextWindows(encoding, this.maxSeqLength, this.docStride, `inputs[${i}]`),
     );
     const flat = windows.flat();
-    const outputs = await this.model.session.run(
-      textFeeds(flat, this.model.inputNames, tokenizer.padId),
-    );
+    const outputs = await this.inferText(flat);
     const starts = floatOutput(outputs, this.startName);
     const ends = floatOutput(outputs, this.endName);
     let next = 0;

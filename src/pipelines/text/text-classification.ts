@@ -2,16 +2,15 @@
 // single-label models, sigmoid for multi-label or one-logit models, none for regression.
 import { z } from 'zod';
 import { InputError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
 import {
   defaultScoreFunction,
   rankLabels,
   type LabelScore,
   type ScoreFunction,
-  classifierLogits,
+  logitsOf,
 } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { BasePipeline } from '../base-pipeline.ts';
 import { row } from '../runtime/tensors.ts';
 import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import type { TextInput } from '../runtime/text-tokenizer.ts';
@@ -32,27 +31,24 @@ export type TextClassificationInput = string | { text: string; textPair?: string
 
 const TASK = 'textClassification';
 
-export class TextClassificationPipeline implements Pipeline<TextClassificationInput, LabelScore[]> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: z.output<typeof textClassificationOptionsSchema>;
+export class TextClassificationPipeline extends BasePipeline<
+  TextClassificationInput,
+  LabelScore[],
+  typeof textClassificationOptionsSchema
+> {
   private readonly apply: ScoreFunction;
 
   constructor(model: LoadedModel, options: TextClassificationOptions = {}) {
-    this.model = model;
-    this.options = parseWithSchema(textClassificationOptionsSchema, options, 'options');
-    requireTokenizer(model, TASK);
+    super(TASK, model, textClassificationOptionsSchema, options);
     this.apply = this.options.functionToApply ?? defaultScoreFunction(model);
   }
 
-  async run(inputs: readonly TextClassificationInput[]): Promise<LabelScore[][]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly TextClassificationInput[]): Promise<LabelScore[][]> {
     const texts = inputs.map(toTextInput);
-    const tokenizer = requireTokenizer(this.model, TASK);
-    const encoded = await tokenizer.encode(texts, {
+    const encoded = await this.encode(texts, {
       truncation: this.options.truncation ? 'longest_first' : false,
     });
-    const logits = await classifierLogits(this.model, encoded, tokenizer.padId);
+    const logits = logitsOf(this.model, await this.inferText(encoded));
     return texts.map((_, b) =>
       rankLabels(this.model, row(logits, b), this.apply, this.options.topK),
     );

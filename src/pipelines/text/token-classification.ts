@@ -3,14 +3,14 @@
 // aggregation (token-aggregation.ts). Offsets are code points into the original text, as Python's.
 import { Tokenizer } from 'tokenizers';
 import { z } from 'zod';
-import { parseWithSchema } from '../../options/parse.ts';
 import { softmax } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import { assertString } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
-import { labelOf, classifierLogits } from '../runtime/label-scores.ts';
-import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
+import { labelOf, logitsOf } from '../runtime/label-scores.ts';
+import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 import {
   aggregate,
   withoutIgnored,
@@ -34,19 +34,17 @@ export type TokenClassificationOptions = z.input<typeof tokenClassificationOptio
 
 const TASK = 'tokenClassification';
 
-export class TokenClassificationPipeline implements Pipeline<string, Entity[]> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
-  private readonly options: z.output<typeof tokenClassificationOptionsSchema>;
-  private readonly tokenizer: TextTokenizer;
+export class TokenClassificationPipeline extends BasePipeline<
+  string,
+  Entity[],
+  typeof tokenClassificationOptionsSchema
+> {
   private readonly context: AggregationContext;
   private readonly subwordPrefix: string | undefined;
   private readonly unkId: number | undefined;
 
   constructor(model: LoadedModel, options: TokenClassificationOptions = {}) {
-    this.model = model;
-    this.options = parseWithSchema(tokenClassificationOptionsSchema, options, 'options');
-    this.tokenizer = requireTokenizer(model, TASK);
+    super(TASK, model, tokenClassificationOptionsSchema, options);
     const spec = JSON.parse(this.tokenizer.json) as {
       model?: { continuing_subword_prefix?: unknown };
     };
@@ -62,12 +60,11 @@ export class TokenClassificationPipeline implements Pipeline<string, Entity[]> {
     };
   }
 
-  async run(inputs: readonly string[]): Promise<Entity[][]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly string[]): Promise<Entity[][]> {
     inputs.forEach((input, i) => assertString(input, TASK, `inputs[${i}]`));
     // Python always truncates to the model's maximum length here (no stride: one window).
-    const encoded = await this.tokenizer.encode(inputs, { truncation: 'longest_first' });
-    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
+    const encoded = await this.encode(inputs, { truncation: 'longest_first' });
+    const logits = logitsOf(this.model, await this.inferText(encoded));
     const labels = logits.dims.at(-1) ?? 0;
     return inputs.map((text, b) => {
       const rows = row(logits, b);

@@ -3,14 +3,14 @@
 // entailment logits of a sequence's rows become its label scores.
 import { z } from 'zod';
 import { ConfigError, InputError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
 import { softmax } from '../runtime/math.ts';
-import { classifierLogits } from '../runtime/label-scores.ts';
+import { logitsOf } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, assertString, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import { assertString } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
-import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
+import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 
 export const zeroShotClassificationOptionsSchema = z
   .object({
@@ -66,19 +66,19 @@ export interface ZeroShotResult {
 
 const TASK = 'zeroShotClassification';
 
-export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShotResult> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
+export class ZeroShotClassificationPipeline extends BasePipeline<
+  string,
+  ZeroShotResult,
+  typeof zeroShotClassificationOptionsSchema
+> {
   private readonly labels: string[];
   private readonly hypotheses: string[];
   private readonly multiLabel: boolean;
-  private readonly tokenizer: TextTokenizer;
   private readonly entailmentId: number;
 
   constructor(model: LoadedModel, options: ZeroShotClassificationOptions) {
-    this.model = model;
-    const parsed = parseWithSchema(zeroShotClassificationOptionsSchema, options, 'options');
-    this.tokenizer = requireTokenizer(model, TASK);
+    super(TASK, model, zeroShotClassificationOptionsSchema, options);
+    const parsed = this.options;
     // The schema made sure there is a label and the template has a place for it.
     this.labels = labelsOf(parsed.candidateLabels);
     this.hypotheses = this.labels.map((label) => pythonFormat(parsed.hypothesisTemplate, label));
@@ -86,8 +86,7 @@ export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShot
     this.entailmentId = entailmentIdOf(model);
   }
 
-  async run(inputs: readonly string[]): Promise<ZeroShotResult[]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly string[]): Promise<ZeroShotResult[]> {
     inputs.forEach((input, i) => {
       assertString(input, TASK, `inputs[${i}]`);
       // Python refuses an empty sequence ("at least one label and at least one sequence").
@@ -100,7 +99,7 @@ export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShot
       this.hypotheses.map((hypothesis) => [sequence, hypothesis] as const),
     );
     const encoded = await Promise.all(pairs.map((pair) => this.encodePair(pair)));
-    const logits = await classifierLogits(this.model, encoded, this.tokenizer.padId);
+    const logits = logitsOf(this.model, await this.inferText(encoded));
     const n = this.labels.length;
     return inputs.map((sequence, s) => {
       const rows = this.labels.map((_, l) => row(logits, s * n + l));
@@ -114,11 +113,11 @@ export class ZeroShotClassificationPipeline implements Pipeline<string, ZeroShot
    */
   private async encodePair(pair: readonly [string, string]): Promise<TokenizedText> {
     try {
-      const [encoding] = await this.tokenizer.encode([pair], { truncation: 'only_first' });
+      const [encoding] = await this.encode([pair], { truncation: 'only_first' });
       return encoding as TokenizedText;
     } catch (cause) {
       if (!String(cause).includes('too short')) throw cause;
-      const [encoding] = await this.tokenizer.encode([pair], { truncation: false });
+      const [encoding] = await this.encode([pair], { truncation: false });
       return encoding as TokenizedText;
     }
   }
