@@ -1,5 +1,5 @@
 // npm run bench:e2e — Kafka -> featureExtraction (all-MiniLM-L6-v2) -> Kafka through the stream
-// worker, against the in-process API (Engine.submit) on the same spam-assassin records in the
+// worker, against the in-process API (BatchEngine.submit) on the same spam-assassin records in the
 // same run. Uses KAFKA_BROKERS or starts its own local broker. Ends with one JSON line:
 // {"bench":"e2e","ratios":{"vs_in_process":R,"telemetry_on_vs_off":T},"records":N,"lost":L,...}
 // The Kafka run is repeated with telemetry off and on (metrics scraped every second, every record
@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { configSchema } from '../src/config/schema.ts';
-import { Engine } from '../src/engine/engine.ts';
+import { BatchEngine } from '../src/engine/batch-engine.ts';
 import { silentLogger } from '../src/logger.ts';
 import { StreamWorker } from '../src/worker/stream-worker.ts';
 import { Telemetry } from '../src/telemetry/telemetry.ts';
@@ -57,7 +57,7 @@ const pipeline = {
 log(`model ${modelPath}, ${count} records`);
 
 // 1. In-process: every record submitted at once to a warmed engine.
-const engine = await Engine.start({
+const engine = await BatchEngine.start({
   models: { minilm: { path: modelPath } },
   pipelines: { embed: pipeline },
 });

@@ -2,7 +2,7 @@
 // transformers.js is driven, and how an output becomes numbers to compare across contenders.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EnginePipeline } from '../../src/engine/engine.ts';
+import type { BatchEnginePipeline } from '../../src/engine/batch-engine.ts';
 import type { FeatureExtractionResult } from '../../src/pipelines/text/feature-extraction.ts';
 import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
 import type { RawSearchSpace } from './raw-search.ts';
@@ -24,7 +24,7 @@ export interface TaskSpec {
   modelFolder: string;
   /** Truncation length every contender applies. */
   maxLength: number;
-  pipeline: Omit<EnginePipeline, 'model'>;
+  pipeline: Omit<BatchEnginePipeline, 'model'>;
   /**
    * What the raw calibration searches, with every thread split (bench/lib/raw-search.ts). The
    * row cap of the token-budget batches is our engine's maxBatchSize, so the search includes our

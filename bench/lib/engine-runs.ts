@@ -4,24 +4,24 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import type { DispatchStats } from '../../src/engine/dispatcher.ts';
-import { Engine, type EnginePipeline } from '../../src/engine/engine.ts';
+import { BatchEngine, type BatchEnginePipeline } from '../../src/engine/batch-engine.ts';
 import type { RuntimeOptions } from '../../src/pipelines/runtime/runtime-options.ts';
 import type { ShardOption } from '../../src/shards/shard-spec.ts';
 import { percentile } from './stats.ts';
 
 export interface EngineContender {
-  engine: Engine;
+  engine: BatchEngine;
   close(): Promise<void>;
 }
 
 export async function startEngine(
   modelPath: string,
-  pipeline: Omit<EnginePipeline, 'model'>,
+  pipeline: Omit<BatchEnginePipeline, 'model'>,
   batching?: BatcherOptions,
   shards?: ShardOption[],
   runtime?: RuntimeOptions,
-): Promise<Engine> {
-  return Engine.start({
+): Promise<BatchEngine> {
+  return BatchEngine.start({
     models: { model: { path: modelPath, ...(runtime !== undefined ? { runtime } : {}) } },
     pipelines: { bench: { ...pipeline, model: 'model' } },
     ...(batching !== undefined ? { batching } : {}),
@@ -38,7 +38,7 @@ export interface ThroughputRun<T> {
 }
 
 export async function allAtOnce<T>(
-  engine: Engine,
+  engine: BatchEngine,
   texts: readonly string[],
 ): Promise<ThroughputRun<T>> {
   const batchComputeMs: number[] = [];
@@ -80,7 +80,7 @@ function arrivalGaps(count: number, ratePerSecond: number): number[] {
 }
 
 export async function atFixedLoad(
-  engine: Engine,
+  engine: BatchEngine,
   texts: readonly string[],
   ratePerSecond: number,
 ): Promise<LatencyRun> {

@@ -25,7 +25,7 @@ export interface DispatchStats {
   computeMs: number;
 }
 
-/** One finished batch, as `Engine.onBatch` listeners hear of it. */
+/** One finished batch, as `BatchEngine.onBatch` listeners hear of it. */
 export interface BatchDone {
   pipeline: string;
   /** The shard that ran it (its name: 'cpu', 'cuda:0', ...). */

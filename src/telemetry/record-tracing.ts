@@ -29,7 +29,7 @@ import type { RecordOrigin, SourceRecord, OutputRecord, Headers } from '../route
 export interface TracedBatch {
   pipeline: string;
   shard: string;
-  /** What Engine.submit was given for each item (a span context, or undefined). */
+  /** What BatchEngine.submit was given for each item (a span context, or undefined). */
   traces: readonly unknown[];
   enqueuedAt: readonly number[];
   paddedTokens: number;

@@ -4,7 +4,7 @@
 // objects it would run without this file.
 import type { RouteConfig, SinkConfig } from '../config/schema.ts';
 import type { Source, SourceDeps } from '../connectors/source.ts';
-import type { Engine, SubmitOptions } from '../engine/engine.ts';
+import type { BatchEngine, SubmitOptions } from '../engine/batch-engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
 import type { SourceRecord } from '../route/record.ts';
@@ -42,7 +42,7 @@ export class WorkerTelemetry {
   }
 
   /** Every model is loaded: readiness may turn green, metrics read the engines from now on. */
-  enginesStarted(engine: Engine | undefined, generative: Map<string, GenerativeEngine>): void {
+  enginesStarted(engine: BatchEngine | undefined, generative: Map<string, GenerativeEngine>): void {
     this.health.warmed();
     const { metrics, tracing } = this;
     if (engine !== undefined && (metrics !== undefined || tracing !== undefined)) {

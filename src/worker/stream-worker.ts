@@ -8,7 +8,7 @@ import type { SourceHealth } from '../connectors/source.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { createSource } from '../connectors/create-source.ts';
 import type { Source, SourceDeps } from '../connectors/source.ts';
-import { Engine, type EngineOptions } from '../engine/engine.ts';
+import { BatchEngine, type BatchEngineOptions } from '../engine/batch-engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import { childLogger, type Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
@@ -31,7 +31,7 @@ export interface StreamWorkerOptions {
 
 export class StreamWorker {
   /** Absent when every route's pipeline is generative. */
-  private readonly engine: Engine | undefined;
+  private readonly engine: BatchEngine | undefined;
   private readonly generative: Map<string, GenerativeEngine>;
   private readonly sources: Source[];
   private readonly runners: RouteRunner[];
@@ -42,7 +42,7 @@ export class StreamWorker {
   private readonly healthListeners: Set<(route: string, health: SourceHealth) => void>;
 
   private constructor(
-    engine: Engine | undefined,
+    engine: BatchEngine | undefined,
     generative: Map<string, GenerativeEngine>,
     sources: Source[],
     runners: RouteRunner[],
@@ -82,13 +82,13 @@ export class StreamWorker {
     );
     const needsBatchEngine = config.routes.some((r) => !isGenerative(config, r.pipeline));
     const generative = await startGenerativeEngines(config, models, logger);
-    let engine: Engine | undefined;
+    let engine: BatchEngine | undefined;
     try {
       engine = needsBatchEngine
-        ? await Engine.start({
+        ? await BatchEngine.start({
             models,
             // Validated with the config; the engine compiles them again, as it does for any caller.
-            pipelines: batchPipelines as EngineOptions['pipelines'],
+            pipelines: batchPipelines as BatchEngineOptions['pipelines'],
             shards: config.shards,
             ...(config.batching !== undefined ? { batching: config.batching } : {}),
             logger,
@@ -131,7 +131,7 @@ export class StreamWorker {
           submit = (_, input, context) => streamed.run(input, context);
           onPressure = (listener) => generation.onPressure(listener);
         } else {
-          const batch = engine as Engine;
+          const batch = engine as BatchEngine;
           submit = (pipeline, input, { record }) =>
             batch.submit(pipeline, input, observe.submitOptions(record));
           onPressure = (listener) => batch.onPressure(route.pipeline, listener);

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { compileBatcherOptions } from '../../src/batching/batcher-options.ts';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { Engine } from '../../src/engine/engine.ts';
+import { BatchEngine } from '../../src/engine/batch-engine.ts';
 import { estimateTokens, inputCost } from '../../src/engine/input-cost.ts';
 import { ConfigError, ProviderUnavailableError } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
@@ -187,11 +187,11 @@ describe('input cost', () => {
 describe('CUDA without the provider library', () => {
   // On a machine where `npm run gpu:install` was run these would start real CUDA sessions.
   it.skipIf(cudaInstalled)(
-    'Engine.start refuses a cuda shard and says how to install the provider',
+    'BatchEngine.start refuses a cuda shard and says how to install the provider',
     async () => {
       expect(existsSync(ORT_BIN)).toBe(true);
       expect(cudaInstalled).toBe(false);
-      const started = Engine.start({
+      const started = BatchEngine.start({
         models: { cls: { path: join(FIXTURES, 'bert-text-classification') } },
         pipelines: { classify: { task: 'textClassification', model: 'cls' } },
         shards: ['cuda:0'],

@@ -7,7 +7,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { costOptions } from '../../src/engine/engine.ts';
+import { costOptions } from '../../src/engine/batch-engine.ts';
 import { inputCost } from '../../src/engine/input-cost.ts';
 import { ModelFolderError } from '../../src/errors.ts';
 import {

@@ -6,7 +6,7 @@ import {
   InputError,
   UnknownPipelineError,
 } from '../../src/errors.ts';
-import { Engine } from '../../src/engine/engine.ts';
+import { BatchEngine } from '../../src/engine/batch-engine.ts';
 import type { BatchDone } from '../../src/engine/dispatcher.ts';
 import { createHugot, type Hugot } from '../../src/hugot.ts';
 import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
@@ -24,11 +24,11 @@ const pipelines = {
 };
 const texts = Array.from({ length: 120 }, (_, i) => `${'word '.repeat(1 + ((i * 7) % 40))}#${i}`);
 
-let engine: Engine;
+let engine: BatchEngine;
 let direct: Hugot;
 
 beforeAll(async () => {
-  engine = await Engine.start({
+  engine = await BatchEngine.start({
     models,
     pipelines,
     shards: [{ device: 'cpu', threads: 2 }],
@@ -104,15 +104,22 @@ describe('engine: submit over batcher and worker threads', () => {
   it('rejects an unknown pipeline and a bad config with the field named', async () => {
     await expect(engine.submit('nope', 'x')).rejects.toThrow(UnknownPipelineError);
     await expect(
-      Engine.start({ models, pipelines: { p: { task: 'textClassification', model: 'ghost' } } }),
+      BatchEngine.start({
+        models,
+        pipelines: { p: { task: 'textClassification', model: 'ghost' } },
+      }),
     ).rejects.toThrow(/pipelines\.p\.model: no model 'ghost'/);
     await expect(
-      Engine.start({ models, pipelines: { p: { task: 'embed', model: 'fe' } } }),
+      BatchEngine.start({ models, pipelines: { p: { task: 'embed', model: 'fe' } } }),
     ).rejects.toThrow(ConfigError);
   });
 
   it('drains on close: everything submitted before close completes', async () => {
-    const own = await Engine.start({ models, pipelines, shards: [{ device: 'cpu', threads: 1 }] });
+    const own = await BatchEngine.start({
+      models,
+      pipelines,
+      shards: [{ device: 'cpu', threads: 1 }],
+    });
     const pending = texts.slice(0, 40).map((t) => own.submit<Float32Array>('embed', t));
     await own.close('drain');
     expect((await Promise.all(pending)).every((v) => v.length === 32)).toBe(true);

@@ -17,14 +17,14 @@ import { compileShard, type ShardOption } from '../shards/shard-spec.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext } from './input-cost.ts';
 
-export interface EnginePipeline extends PipelineDefinition {
+export interface BatchEnginePipeline extends PipelineDefinition {
   /** Overrides the engine-wide batching options for this pipeline. */
   batching?: BatcherOptions;
 }
 
-export interface EngineOptions {
+export interface BatchEngineOptions {
   models: Record<string, ModelSpec>;
-  pipelines: Record<string, EnginePipeline>;
+  pipelines: Record<string, BatchEnginePipeline>;
   /** Default: one CPU shard sized to the machine's cores. */
   shards?: ShardOption[];
   batching?: BatcherOptions;
@@ -43,7 +43,7 @@ export interface SubmitOptions {
   trace?: unknown;
 }
 
-export class Engine {
+export class BatchEngine {
   private readonly queues = new Map<string, BatchQueue<Pending>>();
   private readonly costs = new Map<string, CostContext>();
   private readonly dispatcher: Dispatcher;
@@ -66,7 +66,7 @@ export class Engine {
   }
 
   /** Validates the options, loads tokenizers here and every pipeline on every thread. */
-  static async start(options: EngineOptions): Promise<Engine> {
+  static async start(options: BatchEngineOptions): Promise<BatchEngine> {
     const logger = options.logger ?? silentLogger;
     const queues = new Map<string, BatchQueue<Pending>>();
     const costs = new Map<string, CostContext>();
@@ -126,7 +126,7 @@ export class Engine {
       { shards: shards.map((s) => s.spec), pipelines: [...queues.keys()] },
       'engine ready',
     );
-    return new Engine(shards, queues, costs);
+    return new BatchEngine(shards, queues, costs);
   }
 
   get stats(): DispatchStats {
