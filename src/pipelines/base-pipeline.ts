@@ -7,7 +7,12 @@ import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import type { z } from 'zod';
 import { HugotError, InferenceError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
-import { assertBatch, requireTokenizer, type Pipeline } from './pipeline.ts';
+import {
+  assertBatch,
+  requireTokenizer,
+  type Pipeline,
+  type PipelineStatistics,
+} from './pipeline.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import { textFeeds } from './runtime/tensors.ts';
 import type {
@@ -17,16 +22,7 @@ import type {
   TokenizedText,
 } from './runtime/text-tokenizer.ts';
 
-/** Where a pipeline's time went since it was built (Hugot's PipelineStatistics). */
-export interface PipelineStatistics {
-  /** Batches run and the inputs they held. */
-  batches: number;
-  inputs: number;
-  /** Tokenizer calls and their wall time, in milliseconds. */
-  tokenize: { calls: number; ms: number };
-  /** ONNX Runtime `session.run` calls and their wall time, in milliseconds. */
-  inference: { calls: number; ms: number };
-}
+export type { PipelineStatistics } from './pipeline.ts';
 
 export interface BaseOptions {
   /** false for tasks that read no text (images, tabular rows); default true. */

@@ -2,9 +2,19 @@
 // each. Pipelines hold no thread affinity: the same object runs on the main thread in tests and
 // inside worker threads in the shard pool.
 import { InputError } from '../errors.ts';
-import type { PipelineStatistics } from './base-pipeline.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { TextTokenizer } from './runtime/text-tokenizer.ts';
+
+/** Where a pipeline's time went since it was built (Hugot's PipelineStatistics). */
+export interface PipelineStatistics {
+  /** Batches run and the inputs they held. */
+  batches: number;
+  inputs: number;
+  /** Tokenizer calls and their wall time, in milliseconds. */
+  tokenize: { calls: number; ms: number };
+  /** ONNX Runtime `session.run` calls and their wall time, in milliseconds. */
+  inference: { calls: number; ms: number };
+}
 
 export interface Pipeline<Input, Output> {
   readonly task: string;
