@@ -104,6 +104,11 @@ function readInput(
       `expected one tensor input [batch, features], got ${inputs.map((i) => i.name).join(', ') || 'none'}`,
       'onnxFile',
     );
+  if (first.shape.length !== 2)
+    return fail(
+      `its input '${first.name}' has ${first.shape.length} dimensions; a tabular model takes [batch, features]`,
+      'onnxFile',
+    );
   if (first.type !== 'float32' && first.type !== 'float64')
     return fail(
       `its input '${first.name}' is ${first.type}; export it with FloatTensorType or DoubleTensorType`,
