@@ -90,36 +90,37 @@ describe('tabular row shape (the route check)', () => {
 
 describe('tabular row values (the model check)', () => {
   it("orders an object's values by the model's feature names", () => {
-    expect(rowValues({ ...row, 'petal width (cm)': 0.2 }, iris, 'inputs[0]')).toEqual([
+    expect(rowValues({ ...row, 'petal width (cm)': 0.2 }, iris, 'inputs[0]', 'tabular')).toEqual([
       5.1, 3.5, 1.4, 0.2,
     ]);
     const reordered = { 'petal width (cm)': 0.2, ...row };
-    expect(rowValues(reordered, iris, 'inputs[0]')).toEqual([5.1, 3.5, 1.4, 0.2]);
-    expect(rowValues([1, 2, 3, 4], iris, 'inputs[0]')).toEqual([1, 2, 3, 4]);
+    expect(rowValues(reordered, iris, 'inputs[0]', 'tabular')).toEqual([5.1, 3.5, 1.4, 0.2]);
+    expect(rowValues([1, 2, 3, 4], iris, 'inputs[0]', 'tabular')).toEqual([1, 2, 3, 4]);
   });
 
   it('refuses a wrong feature count, naming the features', () => {
-    const err = refusal(() => rowValues([1, 2, 3], iris, 'inputs[2]'));
+    const err = refusal(() => rowValues([1, 2, 3], iris, 'inputs[2]', 'tabular'));
     expect(err.message).toBe(
-      "inputs[2] has 3 values; the model takes 4 features ('sepal length (cm)', 'sepal width (cm)', 'petal length (cm)', 'petal width (cm)')",
+      "tabular: inputs[2] has 3 values; the model takes 4 features ('sepal length (cm)', 'sepal width (cm)', 'petal length (cm)', 'petal width (cm)')",
     );
     expect(err.field).toBe('inputs[2]');
   });
 
   it('refuses unknown keys with a hint, and missing ones by name', () => {
     expect(
-      refusal(() => rowValues({ ...row, 'petal widht (cm)': 0.2 }, iris, 'inputs[0]')).message,
+      refusal(() => rowValues({ ...row, 'petal widht (cm)': 0.2 }, iris, 'inputs[0]', 'tabular'))
+        .message,
     ).toBe(
-      "inputs[0] has a key the model does not know: 'petal widht (cm)'; did you mean 'petal width (cm)'?",
+      "tabular: inputs[0] has a key the model does not know: 'petal widht (cm)'; did you mean 'petal width (cm)'?",
     );
-    expect(refusal(() => rowValues(row, iris, 'inputs[0]')).message).toBe(
-      "inputs[0] lacks feature 'petal width (cm)'",
+    expect(refusal(() => rowValues(row, iris, 'inputs[0]', 'tabular')).message).toBe(
+      "tabular: inputs[0] lacks feature 'petal width (cm)'",
     );
   });
 
   it('refuses objects when the model names no features', () => {
     const unnamed = { ...iris, featureNames: undefined };
-    expect(refusal(() => rowValues(row, unnamed, 'inputs[0]')).message).toMatch(
+    expect(refusal(() => rowValues(row, unnamed, 'inputs[0]', 'tabular')).message).toMatch(
       /names no features \(feature_names\); pass the row as an array of 4 numbers/,
     );
   });

@@ -18,7 +18,7 @@ export const ROW_SHAPE = 'a row: an array of numbers, or an object of feature na
 export function rowShapeProblem(row: unknown, at: string): string | undefined {
   let entries: [string, unknown][];
   if (Array.isArray(row)) entries = row.map((v, i) => [`${at}[${i}]`, v]);
-  else if (isObject(row)) entries = Object.entries(row).map(([k, v]) => [`${at}.${k}`, v]);
+  else if (isObject(row)) entries = Object.entries(row).map(([k, v]) => [keyPath(at, k), v]);
   else return `${at} must be ${ROW_SHAPE}`;
   if (entries.length === 0) return `${at} is empty; it must hold the model's features`;
   for (const [where, value] of entries) {
@@ -29,42 +29,53 @@ export function rowShapeProblem(row: unknown, at: string): string | undefined {
   return undefined;
 }
 
-/** The row's values in the model's feature order; an InputError naming the problem otherwise. */
-export function rowValues(row: unknown, input: TabularInput, at: string): readonly number[] {
+/**
+ * The row's values in the model's feature order; otherwise an InputError for field `at`, its
+ * message led by the task's name as every pipeline's are.
+ */
+export function rowValues(
+  row: unknown,
+  input: TabularInput,
+  at: string,
+  task: string,
+): readonly number[] {
+  const fail = (message: string): never => {
+    throw new InputError(`${task}: ${message}`, { field: at });
+  };
   const problem = rowShapeProblem(row, at);
-  if (problem !== undefined) throw new InputError(problem, { field: at });
+  if (problem !== undefined) return fail(problem);
   if (Array.isArray(row)) {
     if (row.length !== input.width)
-      throw new InputError(
+      return fail(
         `${at} has ${row.length} values; the model takes ${input.width} features` +
           (input.featureNames === undefined ? '' : ` (${list(input.featureNames)})`),
-        { field: at },
       );
     return row as number[];
   }
   const record = row as Record<string, number>;
   const names = input.featureNames;
   if (names === undefined)
-    throw new InputError(
+    return fail(
       `${at} is an object, but the model's config.json names no features (feature_names); ` +
         `pass the row as an array of ${input.width} numbers`,
-      { field: at },
     );
   const known = new Set(names);
   const unknown = Object.keys(record).filter((k) => !known.has(k));
   const [first] = unknown;
   if (first !== undefined)
-    throw new InputError(
+    return fail(
       `${at} has ${unknown.length === 1 ? 'a key' : 'keys'} the model does not know: ` +
         `${list(unknown)}${didYouMean(first, names)}`,
-      { field: at },
     );
   const missing = names.filter((n) => !Object.hasOwn(record, n));
   if (missing.length > 0)
-    throw new InputError(`${at} lacks feature${missing.length === 1 ? '' : 's'} ${list(missing)}`, {
-      field: at,
-    });
+    return fail(`${at} lacks feature${missing.length === 1 ? '' : 's'} ${list(missing)}`);
   return names.map((n) => record[n] as number);
+}
+
+/** `at.name` for a plain name, `at["sepal width (cm)"]` for any other. */
+function keyPath(at: string, key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${at}.${key}` : `${at}[${JSON.stringify(key)}]`;
 }
 
 /** Names quoted, the first eight of a long list. */

@@ -61,7 +61,9 @@ export class TabularPipeline extends BasePipeline<
         : new Float64Array(inputs.length * input.width);
     // Every row is checked before any runs: a bad one fails the batch, and the engine then runs
     // its batch mates without it.
-    inputs.forEach((row, i) => values.set(rowValues(row, input, `inputs[${i}]`), i * input.width));
+    inputs.forEach((row, i) =>
+      values.set(rowValues(row, input, `inputs[${i}]`, TASK), i * input.width),
+    );
     const feeds = { [input.name]: new Tensor(input.type, values, [inputs.length, input.width]) };
     if (head.kind === 'regressor') {
       const outputs = await this.infer(feeds, [head.value]);
