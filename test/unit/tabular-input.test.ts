@@ -7,7 +7,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, InputError, ModelFolderError } from '../../src/errors.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { TabularPipeline } from '../../src/pipelines/tabular/tabular.ts';
-import type { TabularInput } from '../../src/pipelines/tabular/tabular-model.ts';
+import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
+import {
+  describeTabularModel,
+  type TabularInput,
+} from '../../src/pipelines/tabular/tabular-model.ts';
 import { rowShapeProblem, rowValues } from '../../src/pipelines/tabular/tabular-row.ts';
 import { checkInputShape } from '../../src/route/input-shape.ts';
 
@@ -165,6 +169,24 @@ describe('TabularPipeline', () => {
     const classes = await folderWith({ classes: [0, 1] });
     await expect(store.load({ path: classes }).then((m) => new TabularPipeline(m))).rejects.toThrow(
       /config.json lists 2 classes but the model scores 3/,
+    );
+  });
+
+  it('refuses a ZipMap export, naming the converter option to set', () => {
+    // What onnxruntime reports for skl2onnx's default (zipmap=True) classifier outputs.
+    const model = {
+      folder: '/models/zipmap',
+      config: { labels: [], raw: {} },
+      session: {
+        inputMetadata: [{ name: 'input', isTensor: true, type: 'float32', shape: ['N', 4] }],
+        outputMetadata: [
+          { name: 'output_label', isTensor: true, type: 'int64', shape: ['N'] },
+          { name: 'output_probability', isTensor: false },
+        ],
+      },
+    } as unknown as LoadedModel;
+    expect(() => describeTabularModel(model, 'tabular')).toThrow(
+      /not a tensor \(a ZipMap of class -> probability\); convert the classifier with skl2onnx's options=\{id\(model\): \{'zipmap': False\}\}/,
     );
   });
 
