@@ -67,26 +67,34 @@ export class TabularPipeline extends BasePipeline<
     const feeds = { [input.name]: new Tensor(input.type, values, [inputs.length, input.width]) };
     if (head.kind === 'regressor') {
       const outputs = await this.infer(feeds, [head.value]);
-      const predicted = floats(outputs[head.value], head.value, inputs.length);
+      const predicted = floats(outputs[head.value], head.value, inputs.length, 1);
       return Array.from(predicted, (value) => ({ value }));
     }
     const names =
       head.label === undefined ? [head.probabilities] : [head.probabilities, head.label];
     const outputs = await this.infer(feeds, names);
-    const probabilities = floats(outputs[head.probabilities], head.probabilities, inputs.length);
     const classes = head.classes.length;
+    const probabilities = floats(
+      outputs[head.probabilities],
+      head.probabilities,
+      inputs.length,
+      classes,
+    );
     return inputs.map((_, b) => {
       const row = probabilities.subarray(b * classes, (b + 1) * classes);
       const index =
         head.label === undefined
           ? (topKIndices(row, 1)[0] ?? 0)
           : classIndex(head, outputs[head.label], b);
-      return this.classification(row, index);
+      return this.classification(row, index, head.labels);
     });
   }
 
-  private classification(row: ArrayLike<number>, index: number): TabularClassification {
-    const { labels } = this.description.head as Extract<TabularHead, { kind: 'classifier' }>;
+  private classification(
+    row: ArrayLike<number>,
+    index: number,
+    labels: readonly string[],
+  ): TabularClassification {
     const k = Math.min(this.options.topK ?? row.length, row.length);
     return {
       label: labels[index] ?? String(index),
@@ -99,18 +107,21 @@ export class TabularPipeline extends BasePipeline<
   }
 }
 
-/** A float tensor of `batch` rows as one flat array. */
+/** A float tensor of `batch` rows of `width` values as one flat array. */
 function floats(
   tensor: Tensor | undefined,
   name: string,
   batch: number,
+  width: number,
 ): Float32Array | Float64Array {
   if (tensor === undefined) throw new InferenceError(`${TASK}: the model returned no '${name}'`);
   if (tensor.type !== 'float32' && tensor.type !== 'float64')
-    throw new InferenceError(`${TASK}: output '${name}' is ${tensor.type}, expected float32`);
-  if (tensor.dims[0] !== batch)
     throw new InferenceError(
-      `${TASK}: output '${name}' has ${tensor.dims[0]} rows for ${batch} inputs`,
+      `${TASK}: output '${name}' is ${tensor.type}, expected float32 or float64`,
+    );
+  if (tensor.dims[0] !== batch || tensor.data.length !== batch * width)
+    throw new InferenceError(
+      `${TASK}: output '${name}' is [${tensor.dims.join(', ')}], expected ${batch} rows of ${width}`,
     );
   return tensor.data as Float32Array | Float64Array;
 }
