@@ -48,6 +48,11 @@ def main() -> None:
         result = vision.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    from kit import tabular
+
+    for result in tabular.build_all(want):
+        print(f"{result['name']}: onnxruntime vs scikit-learn max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

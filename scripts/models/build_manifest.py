@@ -32,12 +32,26 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def trained_provenance(goldens: dict) -> dict[str, str] | None:
+    """Models trained here on a dataset (the tabular fixtures): the data's licence travels with them."""
+    dataset = goldens.get("dataset")
+    if dataset is None:
+        return None
+    return {
+        "source_package": f"none (built here); data from {dataset['loader']} (scikit-learn)",
+        "licence": f"Apache-2.0 (this repository); data: {dataset['licence']}",
+        "made": f"{goldens['estimator']} trained on {dataset['train_rows']} rows (seeded split), "
+        "exported with skl2onnx (zipmap=False)",
+    }
+
+
 def describe(folder: Path, kind: str) -> dict:
     goldens = json.loads((folder / "goldens.json").read_text(encoding="utf-8"))
-    provenance = PROVENANCE.get(
-        folder.name,
-        {"source_package": "none (built here)", "licence": "Apache-2.0 (this repository)", "made": RANDOM},
-    )
+    provenance = PROVENANCE.get(folder.name) or trained_provenance(goldens) or {
+        "source_package": "none (built here)",
+        "licence": "Apache-2.0 (this repository)",
+        "made": RANDOM,
+    }
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     return {
         "name": folder.name,

@@ -9,6 +9,7 @@ import { imageClassificationTask } from './vision/image-classification.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
+import { tabularTask } from './tabular/tabular.ts';
 import { batchSafe } from './runtime/row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { TaskDefinition } from './task-definition.ts';
@@ -27,6 +28,7 @@ const TASKS = [
   fillMaskTask,
   textGenerationTask,
   imageClassificationTask,
+  tabularTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -23,6 +23,7 @@ describe('task registry', () => {
       'fillMask',
       'textGeneration',
       'imageClassification',
+      'tabular',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification']);
@@ -40,6 +41,7 @@ describe('task registry', () => {
       fillMask: ['hi'],
       textGeneration: ['hi', [{ role: 'user', content: 'hi' }], { messages: [] }],
       imageClassification: ['aGk=', new Uint8Array([1])],
+      tabular: [[5.1, 3.5], { 'petal width (cm)': 0.2 }],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
@@ -79,6 +81,7 @@ describe('task registry', () => {
       rows: 4,
     });
     expect(await cost('imageClassification', 'aGk=')).toEqual({ tokens: 1, rows: 1 });
+    expect(await cost('tabular', [5.1, 3.5, 1.4, 0.2])).toEqual({ tokens: 1, rows: 1 });
     expect(await cost('noSuchTask', 'abcd')).toEqual({ tokens: 1, rows: 1 });
   });
 });
