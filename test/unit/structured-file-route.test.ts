@@ -117,7 +117,7 @@ describe('structured output on a file route', () => {
     ];
     const ok = await runRoute('batch', records, '', '');
     expect(ok.out.map((r) => r.id)).toEqual(['a', 'b']);
-    expect(ok.out.every((r) => validate(r.out.json))).toBe(true);
+    expect(ok.out.every((r) => validate(r.out.json) === true)).toBe(true);
     expect(ok.dlq).toEqual([]);
     const cut = await runRoute('batch-cut', records, '', '', 5);
     expect(cut.out).toEqual([]);
