@@ -259,8 +259,10 @@ export const textGenerationTask: TaskDefinition = {
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (Array.isArray(input)) return checkMessages(input, check.field, check);
-    if (isObject(input) && Array.isArray(input['messages']))
+    if (isObject(input) && Array.isArray(input['messages'])) {
+      if (Array.isArray(input['tools'])) check.list(input['tools'], `${check.field}.tools`);
       return checkMessages(input['messages'], `${check.field}.messages`, check);
+    }
     check.fail('a prompt string or chat messages');
   },
   inputKind: 'text',
