@@ -112,9 +112,9 @@ describe('tool calls from generation', () => {
     const options = { responseFormat: { type: 'regex' as const, pattern: callPattern } };
     const result = await gen.generate({ messages, tools: [weather] }, options);
     expect(result.formatError, result.text).toBeUndefined();
-    expect(result.toolCalls).toEqual([
-      { name: 'get_weather', arguments: { city: expect.stringMatching(/^[A-Z][a-z]?$/) } },
-    ]);
+    expect(result.toolCalls).toHaveLength(1);
+    expect(result.toolCalls?.[0]?.name).toBe('get_weather');
+    expect((result.toolCalls?.[0]?.arguments as { city: string }).city).toMatch(/^[A-Z][a-z]?$/);
     const plain = await gen.generate({ messages }, options);
     expect(plain.toolCalls).toBeUndefined();
     const free = await gen.generate({ messages, tools: [weather] }, { maxNewTokens: 8 });
