@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'WORKER_CRASHED'
   | 'SINK_FAILED'
   | 'OUTPUT_REJECTED'
+  | 'OUTPUT_INVALID'
   | 'CLOSED'
   | 'CONNECTION_REFUSED';
 
@@ -152,6 +153,18 @@ export class OutputRejectedError extends HugotError {
   }
 }
 
+/**
+ * A generated output does not have the shape its `responseFormat` asked for (maxNewTokens ran out
+ * mid-object, a stop sequence cut it): generating again gives the same tokens, so its record goes
+ * to the DLQ with the reason instead of reaching a consumer that would fail to parse it.
+ */
+export class OutputInvalidError extends HugotError {
+  override name = 'OutputInvalidError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('OUTPUT_INVALID', message, false, options);
+  }
+}
+
 export class ClosedError extends HugotError {
   override name = 'ClosedError';
   constructor(message: string, options?: HugotErrorOptions) {
@@ -219,6 +232,7 @@ const errorClasses: Record<string, ErrorClass> = {
   WorkerCrashedError,
   SinkError,
   OutputRejectedError,
+  OutputInvalidError,
   ClosedError,
   ConnectionError,
 };

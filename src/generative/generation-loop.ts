@@ -59,7 +59,9 @@ export class GenerationLoop {
       const prompt = toPrompt(request.input, 'input');
       const settings = await this.pipeline.settings(request.options);
       const promptIds = await this.pipeline.promptIds(prompt, settings.systemPrompt);
-      const progress = new GenerationProgress(promptIds, settings);
+      const progress = new GenerationProgress(promptIds, settings, {
+        toolCalls: prompt.kind === 'chat' && prompt.tools !== undefined,
+      });
       const seq = new Sequence(
         request.id,
         promptIds,

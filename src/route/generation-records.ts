@@ -4,7 +4,10 @@
 // duplicates a re-run sends. Each record's `delta` is the text since the previous record of the
 // request: the deltas of all records, final included, add up to the final's full `text`.
 import type { RouteConfig } from '../config/schema.ts';
-import type { FinishReason } from '../pipelines/generation/generation-progress.ts';
+import type {
+  FinishReason,
+  GenerationResult,
+} from '../pipelines/generation/generation-progress.ts';
 import { setPath } from './field-path.ts';
 import type { OutputRecord, RecordOrigin, SourceRecord } from './record.ts';
 
@@ -29,6 +32,11 @@ export interface FinalValue {
   finishReason: FinishReason;
   promptTokens: number;
   generatedTokens: number;
+  /** A json_schema output, parsed. */
+  json?: unknown;
+  /** Set when the output misses its responseFormat: the route dead-letters the record. */
+  formatError?: string;
+  toolCalls?: GenerationResult['toolCalls'];
 }
 
 /** A stable id from where the record came from: the same record read again gets the same id. */

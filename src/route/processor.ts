@@ -8,6 +8,7 @@
 import { ClosedError, HugotError, SinkError } from '../errors.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import { deadLetter, type Stage } from './dead-letter.ts';
+import { checkGenerationOutput, GENERATION_TASK } from './generation-output.ts';
 import { getPath } from './field-path.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { checkInputShape } from './input-shape.ts';
@@ -170,6 +171,7 @@ export class RecordProcessor {
       throw new Refusal('inference', code, messageOf(err));
     }
     at.stage = 'output';
+    if (this.task === GENERATION_TASK) checkGenerationOutput(result);
     const plain = toPlain(result);
     const resultJson = JSON.stringify(plain);
     let value = resultJson;

@@ -97,6 +97,9 @@ export class StreamedGeneration {
           finishReason: result.finishReason,
           promptTokens: result.promptTokens,
           generatedTokens: result.generatedTokens,
+          ...(result.json !== undefined ? { json: result.json } : {}),
+          ...(result.formatError !== undefined ? { formatError: result.formatError } : {}),
+          ...(result.toolCalls !== undefined ? { toolCalls: result.toolCalls } : {}),
         };
       }
     } catch (err) {

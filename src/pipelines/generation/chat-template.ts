@@ -3,10 +3,15 @@
 import { Template } from '@huggingface/jinja';
 import { InputError, ModelFolderError } from '../../errors.ts';
 import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
+import type { ToolSpec } from './tool-calls.ts';
 
 export interface ChatMessage {
   role: string;
   content: string;
+  /** An assistant turn's earlier calls, a tool result's name and call id: passed to the template. */
+  tool_calls?: unknown[];
+  name?: string;
+  tool_call_id?: string;
 }
 
 export interface RenderOptions {
@@ -14,15 +19,20 @@ export interface RenderOptions {
   addGenerationPrompt: boolean;
   /** Leave the last message open so the model continues it (Python's continue_final_message). */
   continueFinalMessage: boolean;
+  /** Tools offered to the model (Python's `tools=`), for a template that renders them. */
+  tools?: readonly ToolSpec[] | undefined;
 }
 
 export class ChatTemplate {
   private readonly template: Template;
   private readonly context: Record<string, unknown>;
+  /** Whether the template renders a `tools` variable (else tools go in a system message). */
+  readonly rendersTools: boolean;
 
-  private constructor(template: Template, context: Record<string, unknown>) {
+  private constructor(template: Template, context: Record<string, unknown>, source: string) {
     this.template = template;
     this.context = context;
+    this.rendersTools = /\btools\b/.test(source);
   }
 
   /** The tokenizer's default chat template, or undefined when it declares none. */
@@ -53,7 +63,7 @@ export class ChatTemplate {
       pad_token: special.pad ?? '',
       unk_token: special.unk ?? '',
     };
-    return new ChatTemplate(template, context);
+    return new ChatTemplate(template, context, source);
   }
 
   render(messages: readonly ChatMessage[], options: RenderOptions): string {
@@ -63,6 +73,7 @@ export class ChatTemplate {
         ...this.context,
         messages,
         add_generation_prompt: options.addGenerationPrompt,
+        ...(options.tools !== undefined ? { tools: options.tools } : {}),
       });
     } catch (cause) {
       throw new InputError(`chat template could not render the messages: ${String(cause)}`, {

@@ -7,6 +7,8 @@ import { ModelFolderError } from '../../errors.ts';
 import { parseWithSchema } from '../../options/parse.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { SamplingSettings } from './sampling.ts';
+import type { CompiledFormat } from './structured/format-constraint.ts';
+import { responseFormatSchema, type ResponseFormat } from './structured/response-format.ts';
 
 export const generationOptionsSchema = z
   .object({
@@ -33,6 +35,11 @@ export const generationOptionsSchema = z
     stopSequences: z.array(z.string().min(1)).default([]),
     /** Prepended as a system message to chat inputs that have none (needs a chat template). */
     systemPrompt: z.string().optional(),
+    /**
+     * The shape the output must have: `{type: json_schema, schema}` or `{type: regex, pattern}`.
+     * Tokens that would leave it are masked out at every step. Default: none (free text).
+     */
+    responseFormat: responseFormatSchema.optional(),
   })
   .strict();
 
@@ -47,6 +54,9 @@ export interface GenerationSettings {
   stopSequences: readonly string[];
   systemPrompt: string | undefined;
   eosTokenIds: ReadonlySet<number>;
+  responseFormat: ResponseFormat | undefined;
+  /** The responseFormat compiled for the pipeline's tokenizer (the pipeline sets it). */
+  format: CompiledFormat | undefined;
 }
 
 /** The parts of generation_config.json that change what generate() does by default. */
@@ -122,6 +132,8 @@ export function resolveSettings(
     stopSequences: options.stopSequences,
     systemPrompt: options.systemPrompt,
     eosTokenIds: new Set(defaults.eosTokenIds ?? model.config.eosTokenIds),
+    responseFormat: options.responseFormat,
+    format: undefined,
   };
 }
 

@@ -6,6 +6,8 @@ import type { GenerationSettings } from './generation-options.ts';
 import { randomSeed, seededRandom } from '../runtime/random.ts';
 import { chooseToken } from './sampling.ts';
 import { StopSequences } from './stop-sequences.ts';
+import { FormatCursor } from './structured/format-constraint.ts';
+import { parseToolCalls, type ToolCall } from './tool-calls.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
 
@@ -17,6 +19,17 @@ export interface GenerationResult {
   finishReason: FinishReason;
   promptTokens: number;
   generatedTokens: number;
+  /** A json_schema responseFormat's output, parsed (present when it matched). */
+  json?: unknown;
+  /** Why the output does not satisfy the responseFormat (absent when it does or none was set). */
+  formatError?: string;
+  /** The tool calls in the output (Hermes-style `<tool_call>` blocks), when the input had tools. */
+  toolCalls?: ToolCall[];
+}
+
+export interface ProgressOptions {
+  /** Parse `<tool_call>` blocks out of the output (the input offered tools). */
+  toolCalls?: boolean;
 }
 
 export interface TokenStep {
@@ -39,10 +52,21 @@ export class GenerationProgress {
   private text = '';
   private shown = 0;
   private finish: FinishReason | undefined;
+  private readonly cursor: FormatCursor | undefined;
+  private readonly toolCalls: boolean;
 
-  constructor(promptIds: readonly number[], settings: GenerationSettings) {
+  constructor(
+    promptIds: readonly number[],
+    settings: GenerationSettings,
+    options: ProgressOptions = {},
+  ) {
     this.promptTokens = promptIds.length;
     this.settings = settings;
+    this.toolCalls = options.toolCalls ?? false;
+    this.cursor =
+      settings.format === undefined
+        ? undefined
+        : new FormatCursor(settings.format, [...settings.eosTokenIds]);
     this.stops = new StopSequences(settings.stopSequences);
     this.random = seededRandom(settings.seed ?? randomSeed());
     this.history = [...promptIds];
@@ -62,6 +86,9 @@ export class GenerationProgress {
       // Python's MinNewTokensLengthLogitsProcessor: EOS cannot win before the minimum.
       for (const eos of this.settings.eosTokenIds) if (eos < logits.length) logits[eos] = -Infinity;
     }
+    // After the minimum: a format that is complete ends the output even before minNewTokens.
+    const forced = this.cursor?.restrict(logits);
+    if (forced !== undefined) return forced;
     return chooseToken(logits, this.history, this.settings.sampling, this.random);
   }
 
@@ -69,6 +96,7 @@ export class GenerationProgress {
   async accept(id: number, decode: DecodeText): Promise<TokenStep> {
     this.generated.push(id);
     this.history.push(id);
+    this.cursor?.advance(id);
     this.text = await decode(this.generated);
     const stop = this.stops.find(this.text);
     if (stop !== undefined) {
@@ -86,12 +114,15 @@ export class GenerationProgress {
   }
 
   result(): GenerationResult {
+    const finishReason = this.finish ?? 'length';
     return {
       text: this.text,
       tokenIds: [...this.generated],
-      finishReason: this.finish ?? 'length',
+      finishReason,
       promptTokens: this.promptTokens,
       generatedTokens: this.generated.length,
+      ...this.cursor?.verdict(this.text, finishReason),
+      ...(this.toolCalls ? { toolCalls: parseToolCalls(this.text) } : {}),
     };
   }
 }

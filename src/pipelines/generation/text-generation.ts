@@ -2,7 +2,7 @@
 // prefilled against an empty cache, then one token per step feeds the last step's presents back as
 // the past. Greedy decoding gives Python generate()'s tokens; sampling is reproducible by seed.
 // This is the reference path that batched engines are checked against.
-import { InputError } from '../../errors.ts';
+import { ConfigError, InputError } from '../../errors.ts';
 import { ChatTemplate, type ChatMessage } from './chat-template.ts';
 import {
   generationOptionsSchema,
@@ -21,13 +21,17 @@ import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
 import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
 import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
+import { FormatCompiler } from './structured/format-constraint.ts';
+import { toolsSystemPrompt, type ToolSpec } from './tool-calls.ts';
 
 export type { ChatMessage } from './chat-template.ts';
 export type { GenerationOptions as TextGenerationOptions } from './generation-options.ts';
 
-/** A prompt, or chat messages rendered through the model's chat template. */
+/** A prompt, or chat messages (with tools the model may call) rendered through its chat template. */
 export type TextGenerationInput =
-  string | readonly ChatMessage[] | { messages: readonly ChatMessage[] };
+  | string
+  | readonly ChatMessage[]
+  | { messages: readonly ChatMessage[]; tools?: readonly ToolSpec[] };
 
 export type { FinishReason, GenerationResult } from './generation-progress.ts';
 
@@ -41,7 +45,8 @@ export type GenerationEvent =
     }
   | { type: 'done'; result: GenerationResult };
 
-export type Prompt = { kind: 'text'; text: string } | { kind: 'chat'; messages: ChatMessage[] };
+export type Prompt =
+  { kind: 'text'; text: string } | { kind: 'chat'; messages: ChatMessage[]; tools?: ToolSpec[] };
 
 const TASK = 'textGeneration';
 
@@ -52,6 +57,7 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
   private readonly tokenizer: TextTokenizer;
   private readonly options: ParsedGenerationOptions;
   private readonly chatTemplate: ChatTemplate | undefined;
+  private readonly formats: FormatCompiler;
   private defaults: Promise<GenerationDefaults> | undefined;
 
   constructor(model: LoadedModel, options: GenerationOptions = {}) {
@@ -60,6 +66,10 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
     this.options = parseGenerationOptions(options);
     this.layout = kvLayoutOf(model);
     this.chatTemplate = ChatTemplate.fromTokenizer(this.tokenizer);
+    this.formats = new FormatCompiler(this.tokenizer.json, this.tokenizer.folder);
+    // The pipeline's own format is compiled now, so a pattern too large fails at start-up.
+    if (this.options.responseFormat !== undefined)
+      this.formats.compile(this.options.responseFormat);
   }
 
   /** Generates for each input in turn (one request at a time); results in input order. */
@@ -90,7 +100,9 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
     const prompt = toPrompt(input, 'input');
     const settings = await this.settings(options);
     const promptIds = await this.promptIds(prompt, settings.systemPrompt);
-    const progress = new GenerationProgress(promptIds, settings);
+    const progress = new GenerationProgress(promptIds, settings, {
+      toolCalls: prompt.kind === 'chat' && prompt.tools !== undefined,
+    });
     const decode = (ids: readonly number[]): Promise<string> => this.decode(ids);
     let state = emptyKvState(this.layout, 1);
     let tokens: StepTokens = { ids: [promptIds] };
@@ -125,11 +137,14 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
       prompt.kind === 'chat' ? prompt.messages : [{ role: 'user', content: prompt.text }];
     if (systemPrompt !== undefined && messages[0]?.role !== 'system')
       messages = [{ role: 'system', content: systemPrompt }, ...messages];
+    const tools = prompt.kind === 'chat' ? prompt.tools : undefined;
+    if (tools !== undefined && !template.rendersTools) messages = offerTools(messages, tools);
     // Python treats a chat ending in an assistant message as a prefill to continue.
     const continueFinal = messages[messages.length - 1]?.role === 'assistant';
     const rendered = template.render(messages, {
       addGenerationPrompt: !continueFinal,
       continueFinalMessage: continueFinal,
+      tools: template.rendersTools ? tools : undefined,
     });
     // The template writes any special tokens itself, so none are added (as in Python).
     const [encoded] = await this.tokenizer.encode([rendered], {
@@ -144,7 +159,21 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
     const call = options === undefined ? undefined : parseGenerationOptions(options);
     this.defaults ??= readGenerationDefaults(this.model);
     const defaults = await this.defaults;
-    return resolveSettings(mergeOptions(this.options, call, options), defaults, this.model);
+    const settings = resolveSettings(
+      mergeOptions(this.options, call, options),
+      defaults,
+      this.model,
+    );
+    if (settings.responseFormat !== undefined) {
+      if (settings.eosTokenIds.size === 0)
+        throw new ConfigError(
+          `${TASK}: responseFormat needs an EOS token to end a complete output, and ` +
+            `${this.model.folder} declares none (eos_token_id)`,
+          { field: 'responseFormat' },
+        );
+      settings.format = this.formats.compile(settings.responseFormat);
+    }
+    return settings;
   }
 
   /** Generated ids to text, as Python's pipeline decodes them. */
@@ -171,30 +200,56 @@ function cleanUpTokenization(text: string): string {
     .replaceAll(" 're", "'re");
 }
 
+/** The tools described in the system message, for a chat template that does not render them. */
+function offerTools(messages: readonly ChatMessage[], tools: readonly ToolSpec[]): ChatMessage[] {
+  const offer = toolsSystemPrompt(tools);
+  const [first, ...rest] = messages;
+  if (first?.role === 'system')
+    return [{ ...first, content: `${first.content}\n\n${offer}` }, ...rest];
+  return [{ role: 'system', content: offer }, ...messages];
+}
+
 export function toPrompt(input: unknown, field: string): Prompt {
   if (typeof input === 'string') return { kind: 'text', text: input };
-  const messages =
-    input !== null && typeof input === 'object' && !Array.isArray(input) && 'messages' in input
-      ? input.messages
-      : input;
+  const wrapped = isObject(input) && 'messages' in input;
+  const messages = wrapped ? input['messages'] : input;
   if (Array.isArray(messages) && messages.length > 0) {
-    return {
+    const prompt: Prompt = {
       kind: 'chat',
       messages: messages.map((m: unknown, i) => toMessage(m, `${field}.messages[${i}]`)),
     };
+    const tools = wrapped ? input['tools'] : undefined;
+    if (tools !== undefined) prompt.tools = toTools(tools, `${field}.tools`);
+    return prompt;
   }
   throw new InputError(
-    `${TASK}: ${field} must be a prompt string, a non-empty array of chat messages, or {messages}`,
+    `${TASK}: ${field} must be a prompt string, a non-empty array of chat messages, or {messages, tools?}`,
     { field },
   );
 }
 
 function toMessage(value: unknown, field: string): ChatMessage {
-  if (value !== null && typeof value === 'object') {
-    const { role, content } = value as Record<string, unknown>;
-    if (typeof role === 'string' && typeof content === 'string') return { role, content };
+  if (isObject(value)) {
+    const { role, content, tool_calls: calls, name, tool_call_id: callId } = value;
+    // An assistant turn that only called tools may have no content.
+    const text = content ?? (Array.isArray(calls) ? '' : undefined);
+    if (typeof role === 'string' && typeof text === 'string') {
+      const message: ChatMessage = { role, content: text };
+      if (Array.isArray(calls)) message.tool_calls = calls as unknown[];
+      if (typeof name === 'string') message.name = name;
+      if (typeof callId === 'string') message.tool_call_id = callId;
+      return message;
+    }
   }
   throw new InputError(`${TASK}: ${field} must be {role: string, content: string}`, { field });
+}
+
+function toTools(value: unknown, field: string): ToolSpec[] {
+  if (Array.isArray(value) && value.every((t) => isObject(t) && !Array.isArray(t)))
+    return value as ToolSpec[];
+  throw new InputError(`${TASK}: ${field} must be an array of tool (function) descriptions`, {
+    field,
+  });
 }
 
 export const textGenerationTask: TaskDefinition = {
@@ -204,8 +259,10 @@ export const textGenerationTask: TaskDefinition = {
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (Array.isArray(input)) return checkMessages(input, check.field, check);
-    if (isObject(input) && Array.isArray(input['messages']))
+    if (isObject(input) && Array.isArray(input['messages'])) {
+      if (Array.isArray(input['tools'])) check.list(input['tools'], `${check.field}.tools`);
       return checkMessages(input['messages'], `${check.field}.messages`, check);
+    }
     check.fail('a prompt string or chat messages');
   },
   inputKind: 'text',
