@@ -13,13 +13,11 @@ import {
   type GenerationDefaults,
   type GenerationOptions,
   type GenerationSettings,
-  type ParsedGenerationOptions,
 } from './generation-options.ts';
 import { emptyKvState, kvLayoutOf, runStep, type KvLayout, type StepTokens } from './kv-cache.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { assertBatch, requireTokenizer, type Pipeline } from '../pipeline.ts';
+import { BasePipeline } from '../base-pipeline.ts';
 import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
-import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
 import { FormatCompiler } from './structured/format-constraint.ts';
 import { toolsSystemPrompt, type ToolSpec } from './tool-calls.ts';
@@ -50,20 +48,18 @@ export type Prompt =
 
 const TASK = 'textGeneration';
 
-export class TextGenerationPipeline implements Pipeline<TextGenerationInput, GenerationResult> {
-  readonly task = TASK;
-  readonly model: LoadedModel;
+export class TextGenerationPipeline extends BasePipeline<
+  TextGenerationInput,
+  GenerationResult,
+  typeof generationOptionsSchema
+> {
   readonly layout: KvLayout;
-  private readonly tokenizer: TextTokenizer;
-  private readonly options: ParsedGenerationOptions;
   private readonly chatTemplate: ChatTemplate | undefined;
   private readonly formats: FormatCompiler;
   private defaults: Promise<GenerationDefaults> | undefined;
 
   constructor(model: LoadedModel, options: GenerationOptions = {}) {
-    this.model = model;
-    this.tokenizer = requireTokenizer(model, TASK);
-    this.options = parseGenerationOptions(options);
+    super(TASK, model, generationOptionsSchema, options);
     this.layout = kvLayoutOf(model);
     this.chatTemplate = ChatTemplate.fromTokenizer(this.tokenizer);
     this.formats = new FormatCompiler(this.tokenizer.json, this.tokenizer.folder);
@@ -73,8 +69,7 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
   }
 
   /** Generates for each input in turn (one request at a time); results in input order. */
-  async run(inputs: readonly TextGenerationInput[]): Promise<GenerationResult[]> {
-    assertBatch(inputs, TASK);
+  protected async runBatch(inputs: readonly TextGenerationInput[]): Promise<GenerationResult[]> {
     inputs.forEach((input, i) => toPrompt(input, `inputs[${i}]`));
     const results: GenerationResult[] = [];
     for (const input of inputs) results.push(await this.generate(input));
@@ -122,7 +117,7 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
   /** The prompt's token ids, as Python's text-generation pipeline tokenizes it. */
   async promptIds(prompt: Prompt, systemPrompt: string | undefined): Promise<number[]> {
     if (prompt.kind === 'text' && systemPrompt === undefined) {
-      const [encoded] = await this.tokenizer.encode([prompt.text], { truncation: false });
+      const [encoded] = await this.encode([prompt.text], { truncation: false });
       return encoded?.ids ?? [];
     }
     const template = this.chatTemplate;
@@ -147,7 +142,7 @@ export class TextGenerationPipeline implements Pipeline<TextGenerationInput, Gen
       tools: template.rendersTools ? tools : undefined,
     });
     // The template writes any special tokens itself, so none are added (as in Python).
-    const [encoded] = await this.tokenizer.encode([rendered], {
+    const [encoded] = await this.encode([rendered], {
       truncation: false,
       addSpecialTokens: false,
     });
