@@ -9,7 +9,6 @@ import type {
   DriverMessage,
   KafkaConsumerDriver,
   KafkaDriver,
-  TopicPartition,
   Assignment,
   GroupMetadata,
   TopicPartitionOffset,
