@@ -228,7 +228,7 @@ export class KafkaSource implements Source {
         continue;
       }
       const lane = new PartitionLane(tp, old?.committed);
-      if (this.transactions !== undefined) lane.ready = this.fence(lane, old);
+      if (this.transactions !== undefined) lane.ready = settledLater(this.fence(lane, old));
       this.lanes.set(lane.key, lane);
     }
     this.attempts.keepOnly((key) => this.lanes.has(key));
@@ -537,4 +537,14 @@ export class KafkaSource implements Source {
     lane.committing = round;
     return round;
   }
+}
+
+/**
+ * A lane's readiness is awaited by its writes, maybe never (no record comes, the lane retires):
+ * its failure (a fencing refused) must not become an unhandled rejection, which ends the process.
+ * The writes that await it still see it fail.
+ */
+function settledLater(ready: Promise<void>): Promise<void> {
+  ready.catch(() => undefined);
+  return ready;
 }

@@ -7,6 +7,7 @@
 //   builds that message from the group metadata the source hands over;
 // - InitProducerId sends the client's request `timeout` as the transaction timeout, so a
 //   transactional producer's request timeout is the route's transactionTimeoutMs;
+// - InitProducerId must be sent with producer id and epoch -1 (see transactionalProducer);
 // - beginTransaction() registers the transactional id (fencing an older holder) the first time;
 //   cancel() ends the empty transaction locally, without a request;
 // - produced headers are a Map: of a repeated header name only the last value is written.
@@ -94,6 +95,11 @@ export class PlatformaticDriver implements KafkaDriver {
       acks: -1,
       transactionalId: options.transactionalId,
       timeout: options.transactionTimeoutMs,
+      // InitProducerId sends these as the producer's current id and epoch, 0 and 0 by default:
+      // against a transactional id an earlier worker registered, the broker answers
+      // PRODUCER_FENCED. -1/-1 asks for the id's current producer with a bumped epoch.
+      producerId: -1n,
+      producerEpoch: -1,
     });
     return {
       connect: async () => {
