@@ -6,6 +6,21 @@ import { defineConfig } from 'vitest/config';
 // progress wait covers (a promise that never settles), not a speed check.
 const HANG_GUARD_MS = 30 * 60_000;
 
+// The Kafka files that prove delivery run a second time with the other Kafka client (the first run
+// uses connections.kafka.client's default): delivery at-least-once / exactly-once with kill -9 and
+// two workers, DLQ, SIGTERM drain, aborted inputs, generation routes. The other Kafka files
+// (compression, broker restart, poison pills, large outputs, secured services) run once, to keep
+// CI within its time.
+const OTHER_KAFKA_CLIENT = 'platformatic';
+const KAFKA_MATRIX = [
+  'test/integration/kafka-delivery.test.ts',
+  'test/integration/kafka-dlq.test.ts',
+  'test/integration/kafka-sigterm-drain.test.ts',
+  'test/integration/kafka-exactly-once-aborted-inputs.test.ts',
+  'test/integration/kafka-generation.test.ts',
+  'test/integration/kafka-source-sink.test.ts',
+];
+
 export default defineConfig({
   test: {
     reporters: [
@@ -41,6 +56,20 @@ export default defineConfig({
           hookTimeout: HANG_GUARD_MS,
           // Two cores: brokers, Redis and ONNX workers already compete for them.
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: `integration-${OTHER_KAFKA_CLIENT}`,
+          include: KAFKA_MATRIX,
+          globalSetup: ['test/integration/global-setup.ts'],
+          setupFiles: ['test/integration/kafkajs-filter-first.ts'],
+          env: { HUGOT_KAFKA_CLIENT: OTHER_KAFKA_CLIENT },
+          testTimeout: HANG_GUARD_MS,
+          hookTimeout: HANG_GUARD_MS,
+          fileParallelism: false,
+          // After the first integration run, not beside it: both start brokers and ONNX workers.
+          sequence: { groupOrder: 1 },
         },
       },
     ],

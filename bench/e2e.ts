@@ -4,12 +4,12 @@
 // {"bench":"e2e","ratios":{"vs_in_process":R,"telemetry_on_vs_off":T},"records":N,"lost":L,...}
 // The Kafka run is repeated with telemetry off and on (metrics scraped every second, every record
 // traced to a local OTLP receiver), taking turns; each side keeps its best time.
-// Options: --records N (default 2000), --rounds R (default 2).
+// Options: --records N (default 2000), --rounds R (default 2), --client platformatic|kafkajs (the
+// worker's Kafka client; the config default otherwise).
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { configSchema } from '../src/config/schema.ts';
 import { BatchEngine } from '../src/engine/batch-engine.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -18,16 +18,10 @@ import { Telemetry } from '../src/telemetry/telemetry.ts';
 import { defaultCacheDir, startKafka } from '../scripts/services/kafka-local.ts';
 import { freePort } from '../scripts/services/process-control.ts';
 import { KafkaKit } from '../test/integration/helpers/kafka-kit.ts';
+import { parseE2eArgs } from './lib/e2e-args.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const { values } = parseArgs({
-  options: {
-    records: { type: 'string', default: '2000' },
-    rounds: { type: 'string', default: '2' },
-  },
-});
-const count = Number(values.records);
-const rounds = Math.max(1, Number(values.rounds));
+const { records: count, rounds, client } = parseE2eArgs(process.argv.slice(2));
 const WARMUP = 64;
 const started = performance.now();
 const log = (line: string): void => {
@@ -141,7 +135,9 @@ async function kafkaPass(telemetryOn: boolean): Promise<Pass> {
         sink: { type: 'kafka', topic: output },
       },
     ],
-    connections: { kafka: { brokers: brokerList.split(',') } },
+    connections: {
+      kafka: { brokers: brokerList.split(','), ...(client !== undefined ? { client } : {}) },
+    },
     telemetry: {
       enabled: telemetryOn,
       port: metricsPort,
@@ -220,6 +216,7 @@ process.stdout.write(
     ratios: { vs_in_process: round3(ratio), telemetry_on_vs_off: round3(telemetryRatio) },
     records: count,
     rounds,
+    kafka_client: client ?? 'default',
     passes: passes.map((p) => ({
       telemetry: p.telemetry,
       seconds: round3(p.seconds),

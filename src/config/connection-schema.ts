@@ -47,9 +47,13 @@ export const saslSchema = z
   })
   .strict();
 
+/** The Kafka client library behind the driver seam (docs/sources-and-sinks.md compares them). */
+export const kafkaClients = ['platformatic', 'kafkajs'] as const;
+
 export const kafkaConnectionSchema = z
   .object({
     brokers: z.array(name).min(1),
+    client: z.enum(kafkaClients).default('kafkajs'),
     clientId: z.string().default('hugot-stream'),
     /** Present (even `{}`): connect with TLS. */
     tls: tlsSchema.optional(),

@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/logger.ts';
 import type { FinalValue, PartialValue } from '../../src/route/generation-records.ts';
 import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
-import { KafkaKit, type ReadRecord } from './helpers/kafka-kit.ts';
+import { KafkaKit, kafkaConnection, type ReadRecord } from './helpers/kafka-kit.ts';
 
 const kit = new KafkaKit(inject('kafkaBrokers'));
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'llama-causal-lm');
@@ -112,7 +112,7 @@ describe.each(CASES)('Kafka generation route (real broker, tiny LM), $mode', ({ 
           dlq: { type: 'kafka', topic: dlq },
         },
       ],
-      connections: { kafka: { brokers: kit.brokers.split(',') } },
+      connections: { kafka: kafkaConnection(kit.brokers) },
       delivery: { mode, commitIntervalMs: 200 },
     });
     const started = performance.now();

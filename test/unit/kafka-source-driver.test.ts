@@ -1,13 +1,20 @@
 // The Kafka source through its driver seam, with a fake driver the test steers by hand: it
-// delivers batches, rebalances, refuses commits. Offsets must be committed only after the
-// contiguous prefix of records was written, never for a partition no longer assigned.
+// delivers batches, rebalances (with or without revocation), refuses commits, aborts
+// transactions. Offsets must be committed only after the contiguous prefix of records was
+// written, never for a partition no longer assigned; a revocation retires only its partitions.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import type {
+  Assignment,
   ConsumerRunOptions,
+  DriverFeatures,
+  GroupMetadata,
   KafkaConsumerDriver,
   KafkaDriver,
+  KafkaTransaction,
+  KafkaTransactionalProducerDriver,
+  ProducedMessage,
   TopicPartition,
   TopicPartitionOffset,
 } from '../../src/connectors/kafka/driver.ts';
@@ -23,8 +30,10 @@ type Decided = Exclude<Outcome, { kind: 'retry' }>;
 class FakeConsumer implements KafkaConsumerDriver {
   commits: TopicPartitionOffset[][] = [];
   failCommits = 0;
+  seeks: TopicPartitionOffset[] = [];
   private options: ConsumerRunOptions | undefined;
-  private assignment: ((assigned: TopicPartition[]) => void) | undefined;
+  private assignment: ((assignment: Assignment) => void) | undefined;
+  private revocation: ((revoked: TopicPartition[]) => void) | undefined;
 
   connect = (): Promise<void> => Promise.resolve();
   subscribe = (): Promise<void> => Promise.resolve();
@@ -35,7 +44,9 @@ class FakeConsumer implements KafkaConsumerDriver {
   restart = (): Promise<void> => Promise.resolve();
   pause = (): void => undefined;
   resume = (): void => undefined;
-  seek = (): void => undefined;
+  seek(position: TopicPartitionOffset): void {
+    this.seeks.push(position);
+  }
   commit(offsets: TopicPartitionOffset[]): Promise<void> {
     if (this.failCommits > 0) {
       this.failCommits -= 1;
@@ -45,14 +56,24 @@ class FakeConsumer implements KafkaConsumerDriver {
     return Promise.resolve();
   }
   committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve([]);
-  onAssignment(listener: (assigned: TopicPartition[]) => void): void {
+  groupMetadata = (): GroupMetadata => ({ groupId: 'g', generationId: 7, memberId: 'm-1' });
+  onAssigned(listener: (assignment: Assignment) => void): void {
     this.assignment = listener;
+  }
+  onRevoked(listener: (revoked: TopicPartition[]) => void): void {
+    this.revocation = listener;
   }
   onCrash = (): void => undefined;
   disconnect = (): Promise<void> => Promise.resolve();
 
-  assign(partitions: number[]): void {
-    this.assignment?.(partitions.map((partition) => ({ topic: TOPIC, partition })));
+  /** A join; by default every partition restarts from its commit (what kafkajs does). */
+  assign(partitions: number[], restarted: number[] = partitions): void {
+    const tps = (list: number[]) => list.map((partition) => ({ topic: TOPIC, partition }));
+    this.assignment?.({ partitions: tps(partitions), restarted: tps(restarted) });
+  }
+
+  revoke(partitions: number[]): void {
+    this.revocation?.(partitions.map((partition) => ({ topic: TOPIC, partition })));
   }
 
   /** Hands a batch to the source; returns the offsets it took. */
@@ -61,6 +82,7 @@ class FakeConsumer implements KafkaConsumerDriver {
     await this.options?.onBatch({
       topic: TOPIC,
       partition,
+      highWatermark: String((offsets.at(-1) ?? -1) + 1),
       messages: offsets.map((o) => ({
         offset: String(o),
         key: null,
@@ -119,7 +141,62 @@ function idOf(origin: Decided['record']['origin']): string {
   return origin.kind === 'kafka' ? `${origin.partition}/${origin.offset}` : '?';
 }
 
-function sourceWith(consumer: FakeConsumer, route: FakeRoute, events: SourceEvent[] = []) {
+const FEATURES: DriverFeatures = {
+  client: 'platformatic',
+  stableOffsets: true,
+  keepsPartitions: true,
+  fencesByGeneration: true,
+};
+
+/** Transactions the test can make fail at commit; it records what each one carried. */
+class FakeTransactions {
+  committed: { offsets: TopicPartitionOffset[]; group: GroupMetadata }[] = [];
+  aborted = 0;
+  failCommits = 0;
+
+  producer(): KafkaTransactionalProducerDriver {
+    return {
+      connect: () => Promise.resolve(),
+      disconnect: () => Promise.resolve(),
+      transaction: () => {
+        let sent: { offsets: TopicPartitionOffset[]; group: GroupMetadata } | undefined;
+        const txn: KafkaTransaction = {
+          send: (_topic: string, _messages: ProducedMessage[]) => Promise.resolve(),
+          sendOffsets: (group, offsets) => {
+            sent = { group, offsets };
+            return Promise.resolve();
+          },
+          commit: () => {
+            if (this.failCommits > 0) {
+              this.failCommits -= 1;
+              return Promise.reject(new Error('PRODUCER_FENCED'));
+            }
+            if (sent !== undefined) this.committed.push(sent);
+            return Promise.resolve();
+          },
+          abort: () => {
+            this.aborted += 1;
+            return Promise.resolve();
+          },
+        };
+        return Promise.resolve(txn);
+      },
+    };
+  }
+
+  offsetsFor(partition: number): string[] {
+    return this.committed.flatMap((c) =>
+      c.offsets.filter((o) => o.partition === partition).map((o) => o.offset),
+    );
+  }
+}
+
+function sourceWith(
+  consumer: FakeConsumer,
+  route: FakeRoute,
+  events: SourceEvent[] = [],
+  transactions?: FakeTransactions,
+) {
   const config = configSchema.parse({
     models: { m: { path: 'unused' } },
     pipelines: { p: { task: 'textClassification', model: 'm' } },
@@ -131,17 +208,28 @@ function sourceWith(consumer: FakeConsumer, route: FakeRoute, events: SourceEven
       },
     ],
     connections: { kafka: { brokers: ['127.0.0.1:9'] } },
-    delivery: { commitIntervalMs: 5 },
+    delivery: {
+      commitIntervalMs: 5,
+      mode: transactions === undefined ? 'at-least-once' : 'exactly-once',
+    },
   });
   const routeConfig = config.routes[0];
   if (routeConfig?.source.type !== 'kafka') throw new Error('the route needs a kafka source');
-  const driver = { consumer: () => consumer } as unknown as KafkaDriver;
+  const driver = {
+    features: FEATURES,
+    consumer: () => consumer,
+    transactionalProducer: () => transactions?.producer(),
+  } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route: routeConfig,
     config,
     runner: route.runner() as RouteRunner,
     onPressure: () => () => undefined,
-    sink: undefined,
+    // Exactly-once needs a sink that joins the transactions; this one stages nothing.
+    sink:
+      transactions === undefined
+        ? undefined
+        : ({ useTransactions: () => undefined } as unknown as SourceDeps['sink']),
     dlq: undefined,
     logger: silentLogger,
     onEvent: (e) => events.push(e),
@@ -229,6 +317,80 @@ describe('Kafka source through a fake driver', () => {
     expect(await consumer.deliver(0, [1, 2, 3])).toEqual(['3']);
     await until(() => expect(consumer.committedFor(0)).toEqual(['3', '4']));
     expect(route.decided).toEqual(['0/0', '0/1', '0/2', '0/3']);
+    await source.stop();
+  });
+
+  it('a revocation mid-batch retires only the revoked partition; the kept one commits on', async () => {
+    const consumer = new FakeConsumer();
+    const route = new FakeRoute();
+    const releaseKept = route.hold('0/1');
+    const releaseRevoked = route.hold('1/1');
+    const source = sourceWith(consumer, route);
+    await source.start();
+    consumer.assign([0, 1]);
+    await consumer.deliver(0, [0, 1, 2]);
+    await consumer.deliver(1, [0, 1, 2]);
+    await until(() => expect(consumer.committedFor(1)).toEqual(['1']));
+    // A rebalance moves partition 1 away while 0/1 and 1/1 are still being written.
+    consumer.revoke([1]);
+    consumer.assign([0], []);
+    releaseRevoked();
+    releaseKept();
+    await until(() => expect(consumer.committedFor(0)).toEqual(['1', '3']));
+    await rounds();
+    // Partition 0 went on without being read again; nothing more of partition 1 is committed.
+    expect(route.decided.filter((id) => id.startsWith('0/'))).toEqual(['0/0', '0/1', '0/2']);
+    expect(consumer.committedFor(1)).toEqual(['1']);
+    // A late batch of the revoked partition is not taken.
+    expect(await consumer.deliver(1, [3])).toEqual([]);
+    await source.stop();
+  });
+
+  it('a kept partition keeps its in-flight records across a rejoin', async () => {
+    const consumer = new FakeConsumer();
+    const route = new FakeRoute();
+    const release = route.hold('0/0');
+    const source = sourceWith(consumer, route);
+    await source.start();
+    consumer.assign([0]);
+    await consumer.deliver(0, [0, 1]);
+    // A rejoin that keeps partition 0 and adds partition 1.
+    consumer.assign([0, 1], [1]);
+    release();
+    await until(() => expect(consumer.committedFor(0)).toEqual(['2']));
+    expect(route.written.filter((id) => id.startsWith('0/'))).toEqual(['0/0', '0/1']);
+    // The next batch continues where the lane was: 0/0 and 0/1 are not taken again.
+    expect(await consumer.deliver(0, [0, 1, 2])).toEqual(['2']);
+    await source.stop();
+  });
+
+  it('exactly-once: an aborted transaction rewinds its partition and commits on the next one', async () => {
+    const consumer = new FakeConsumer();
+    const route = new FakeRoute();
+    const transactions = new FakeTransactions();
+    transactions.failCommits = 1;
+    const events: SourceEvent[] = [];
+    const source = sourceWith(consumer, route, events, transactions);
+    await source.start();
+    consumer.assign([0]);
+    expect(await consumer.deliver(0, [0, 1, 2])).toEqual(['0', '1', '2']);
+    // The first transaction fails at commit: aborted, the partition is read again from offset 0.
+    await until(() => expect(transactions.aborted).toBe(1));
+    await until(() =>
+      expect(consumer.seeks).toEqual([{ topic: TOPIC, partition: 0, offset: '0' }]),
+    );
+    expect(transactions.committed).toEqual([]);
+    expect(events).toContain('commit-failed');
+    // Read again after the rewind's backoff: the records are taken again and commit this time.
+    await until(async () => expect(await consumer.deliver(0, [0, 1, 2])).toEqual(['0', '1', '2']));
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['3']));
+    // The offsets went with the consumer's membership (KIP-447 fencing by generation).
+    expect(transactions.committed[0]?.group).toEqual({
+      groupId: 'g',
+      generationId: 7,
+      memberId: 'm-1',
+    });
+    expect(consumer.commits).toEqual([]);
     await source.stop();
   });
 });

@@ -9,7 +9,8 @@ import type {
   DriverMessage,
   KafkaConsumerDriver,
   KafkaDriver,
-  TopicPartition,
+  Assignment,
+  GroupMetadata,
   TopicPartitionOffset,
 } from '../../src/connectors/kafka/driver.ts';
 import { KafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
@@ -31,7 +32,7 @@ class FakeConsumer implements KafkaConsumerDriver {
   failingRestarts = 0;
   commits: TopicPartitionOffset[] = [];
   private options: ConsumerRunOptions | undefined;
-  private assignment: ((assigned: TopicPartition[]) => void) | undefined;
+  private assignment: ((assignment: Assignment) => void) | undefined;
   private crash: ((err: Error) => void) | undefined;
 
   constructor(count: number) {
@@ -48,7 +49,8 @@ class FakeConsumer implements KafkaConsumerDriver {
   run(options: ConsumerRunOptions): Promise<void> {
     this.options = options;
     this.running = true;
-    this.assignment?.([{ topic: TOPIC, partition: 0 }]);
+    const all = [{ topic: TOPIC, partition: 0 }];
+    this.assignment?.({ partitions: all, restarted: all });
     this.pump();
     return Promise.resolve();
   }
@@ -76,9 +78,11 @@ class FakeConsumer implements KafkaConsumerDriver {
     return Promise.resolve();
   }
   committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve([]);
-  onAssignment(listener: (assigned: TopicPartition[]) => void): void {
+  groupMetadata = (): GroupMetadata => ({ groupId: 'g', generationId: -1, memberId: '' });
+  onAssigned(listener: (assignment: Assignment) => void): void {
     this.assignment = listener;
   }
+  onRevoked = (): void => undefined;
   onCrash(listener: (err: Error) => void): void {
     this.crash = listener;
   }
@@ -105,6 +109,7 @@ class FakeConsumer implements KafkaConsumerDriver {
         topic: TOPIC,
         partition: 0,
         messages,
+        highWatermark: String(this.messages.length),
         resolve: (offset) => (this.position = BigInt(offset) + 1n),
         isStale: () => false,
       });

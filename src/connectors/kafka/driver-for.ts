@@ -1,11 +1,14 @@
-// One Kafka client per worker config, shared by its sources and sinks.
+// One Kafka client per worker config, shared by its sources and sinks: connections.kafka.client
+// picks the library. What a delivery mode would like and the client cannot do is said once, at
+// start-up, with what the driver does instead.
 import type { WorkerConfig } from '../../config/schema.ts';
 import type { Environment } from '../../config/secrets.ts';
 import { ConfigError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import type { KafkaDriver } from './driver.ts';
+import type { DriverFeatures, KafkaDriver } from './driver.ts';
 import { kafkaSecurityOf } from './kafka-security.ts';
 import { KafkajsDriver } from './kafkajs-driver.ts';
+import { PlatformaticDriver } from './platformatic-driver.ts';
 
 const drivers = new WeakMap<WorkerConfig, KafkaDriver>();
 
@@ -22,15 +25,42 @@ export function kafkaDriverFor(
       'a Kafka source or sink needs connections.kafka.brokers (for example [localhost:9092])',
       { field: 'connections.kafka' },
     );
-  const driver = new KafkajsDriver({
+  const common = {
     brokers: kafka.brokers,
     clientId: kafka.clientId,
     logger,
     security: kafkaSecurityOf(kafka, env),
     connection: kafka,
     connectionTimeoutMs: kafka.connectionTimeoutMs,
-    authenticationTimeoutMs: kafka.authenticationTimeoutMs,
-  });
+  };
+  const driver =
+    kafka.client === 'platformatic'
+      ? new PlatformaticDriver(common)
+      : new KafkajsDriver({ ...common, authenticationTimeoutMs: kafka.authenticationTimeoutMs });
+  for (const note of fallbacksOf(config.delivery.mode, driver.features))
+    logger.warn({ client: driver.features.client, mode: config.delivery.mode }, note);
   drivers.set(config, driver);
   return driver;
+}
+
+/** What the delivery mode would use and this client lacks, with the fallback in use. */
+export function fallbacksOf(
+  mode: WorkerConfig['delivery']['mode'],
+  features: DriverFeatures,
+): string[] {
+  const notes: string[] = [];
+  const other = features.client === 'kafkajs' ? 'platformatic' : 'kafkajs';
+  if (!features.keepsPartitions)
+    notes.push(
+      `connections.kafka.client ${features.client} restarts every partition at each rebalance: records in flight on kept partitions are read again (set client: ${other} to keep them)`,
+    );
+  if (mode === 'exactly-once' && !features.stableOffsets)
+    notes.push(
+      `exactly-once with connections.kafka.client ${features.client}: no stable offset reads (KIP-447), so a new partition owner polls its committed offset until two reads agree`,
+    );
+  if (mode === 'exactly-once' && !features.fencesByGeneration)
+    notes.push(
+      `exactly-once with connections.kafka.client ${features.client}: transactional offsets carry no group generation (KIP-447); zombies are fenced by the per-partition transactional ids alone`,
+    );
+  return notes;
 }

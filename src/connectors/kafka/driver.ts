@@ -1,6 +1,7 @@
-// The few Kafka operations the source and sink need, so that the client library is a choice:
-// kafkajs today (kafkajs-driver.ts), a maintained client such as @platformatic/kafka later,
-// without touching the source, the offset tracking or the sinks.
+// The Kafka operations the source and sink need, in Kafka's own terms (assignment, revocation,
+// high watermark, commit, transactions with consumed offsets), so that the client library is a
+// choice (platformatic-driver.ts, kafkajs-driver.ts) without touching the source, the offset
+// tracking or the sinks. What a client cannot do is stated in `features`, and the source adapts.
 import type { Headers } from '../../route/record.ts';
 
 export interface TopicPartition {
@@ -23,6 +24,8 @@ export interface DriverMessage {
 
 export interface DriverBatch extends TopicPartition {
   messages: DriverMessage[];
+  /** The partition's high watermark when this batch was fetched (its lag is this - next offset). */
+  highWatermark: string;
   /**
    * Marks a message as taken: the next fetch of this partition starts after it. Messages left
    * unresolved are fetched again (after a resume). Taking is not committing.
@@ -45,6 +48,25 @@ export interface ConsumerOptions {
   heartbeatIntervalMs?: number;
 }
 
+/** Who consumed the offsets: sent with a transaction's offsets so a stale member is fenced. */
+export interface GroupMetadata {
+  groupId: string;
+  /** -1 when unknown (not in a group, or a client that does not expose it). */
+  generationId: number;
+  memberId: string;
+}
+
+export interface Assignment {
+  /** This member's whole assignment now. */
+  partitions: TopicPartition[];
+  /**
+   * The assigned partitions that start again from their committed offsets: new ones, and every
+   * one when the client cannot keep a partition's position across a rejoin. The others continue
+   * from where their fetch was, and their records in flight stay valid.
+   */
+  restarted: TopicPartition[];
+}
+
 export interface KafkaConsumerDriver {
   connect(): Promise<void>;
   subscribe(topic: string, fromBeginning: boolean): Promise<void>;
@@ -55,18 +77,28 @@ export interface KafkaConsumerDriver {
   /** Next fetch of the partition starts at `offset` (a rewind after an aborted transaction). */
   seek(position: TopicPartitionOffset): void;
   commit(offsets: TopicPartitionOffset[]): Promise<void>;
-  /** The group's committed offsets for a topic (read from the coordinator, not from memory). */
+  /**
+   * The group's committed offsets for a topic (read from the coordinator, not from memory). With
+   * `features.stableOffsets`, offsets of a transaction still being completed are waited for.
+   */
   committed(topic: string): Promise<TopicPartitionOffset[]>;
+  /** The group membership the next transaction's offsets are sent with. */
+  groupMetadata(): GroupMetadata;
   /**
    * Per partition of the topic: its high watermark minus the group's committed offset (or its
    * earliest offset when nothing is committed). Asked of the brokers, not kept in memory.
    */
   lag?(topic: string): Promise<{ partition: number; lag: number }[]>;
   /**
-   * Called with this member's whole assignment after every (re)join. Partitions not listed were
-   * revoked or lost; partitions listed restart from their committed offsets.
+   * Called with this member's whole assignment after every (re)join, after onRevoked for the
+   * partitions it lost. A partition not listed is no longer this member's.
    */
-  onAssignment(listener: (assigned: TopicPartition[]) => void): void;
+  onAssigned(listener: (assignment: Assignment) => void): void;
+  /**
+   * Called when partitions are taken away (a rebalance, or the membership lost): their records in
+   * flight belong to the next owner. Batches of these partitions fetched earlier are stale.
+   */
+  onRevoked(listener: (revoked: TopicPartition[]) => void): void;
   /**
    * Called when the consumer stopped after a failure (a broker gone, a coordinator lost). It
    * stays stopped until restart(): the source owns the backoff. pause/resume/seek while it is
@@ -95,8 +127,11 @@ export interface KafkaProducerDriver {
 
 export interface KafkaTransaction {
   send(topic: string, messages: ProducedMessage[]): Promise<void>;
-  /** The consumed offsets, committed with the transaction's outputs or not at all. */
-  sendOffsets(groupId: string, offsets: TopicPartitionOffset[]): Promise<void>;
+  /**
+   * The consumed offsets, committed with the transaction's outputs or not at all. With
+   * `features.fencesByGeneration` the broker refuses them from a member of an older generation.
+   */
+  sendOffsets(group: GroupMetadata, offsets: TopicPartitionOffset[]): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;
 }
@@ -113,7 +148,19 @@ export interface TransactionalProducerOptions {
   transactionTimeoutMs: number;
 }
 
+export interface DriverFeatures {
+  /** The client's name, for logs and start-up messages. */
+  client: 'platformatic' | 'kafkajs';
+  /** committed() can ask for stable offsets (KIP-447 require_stable). */
+  stableOffsets: boolean;
+  /** A rejoin keeps the positions of partitions this member keeps (only revoked ones restart). */
+  keepsPartitions: boolean;
+  /** sendOffsets carries the group generation and member id (KIP-447 fencing). */
+  fencesByGeneration: boolean;
+}
+
 export interface KafkaDriver {
+  readonly features: DriverFeatures;
   consumer(options: ConsumerOptions): KafkaConsumerDriver;
   producer(): KafkaProducerDriver;
   transactionalProducer(options: TransactionalProducerOptions): KafkaTransactionalProducerDriver;

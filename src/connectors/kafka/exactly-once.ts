@@ -2,18 +2,25 @@
 // transactional id made of a prefix, the topic and the partition. Whoever owns the partition
 // uses that id, so registering it fences a zombie owner and aborts its open transaction; kafkajs
 // sends offsets without the group generation (no KIP-447), so per-worker ids could not fence.
+// A driver that sends the generation (features.fencesByGeneration) fences a stale member twice.
 // A partition's staged outputs and dead letters go out in one transaction with its consumed
 // offset; a failed transaction is aborted and the partition is read again from its last
 // committed offset. A transaction's outputs go out in sends of at most `maxSendBytes`: the broker
 // refuses a record batch over its message.max.bytes, and a transaction refused for its size
 // would be aborted and retried forever (embedding outputs are ~8 KB each).
 import type { Logger } from '../../logger.ts';
-import type { KafkaDriver, KafkaTransactionalProducerDriver, TopicPartition } from './driver.ts';
+import type {
+  GroupMetadata,
+  KafkaDriver,
+  KafkaTransactionalProducerDriver,
+  TopicPartition,
+} from './driver.ts';
 import { laneKey, type PartitionLane, type StagedMessage } from './partition-lane.ts';
 
 export interface ExactlyOnceOptions {
   driver: KafkaDriver;
-  groupId: string;
+  /** The consumer's membership now: each transaction's offsets are sent with it. */
+  group: () => GroupMetadata;
   transactionalIdPrefix: string;
   transactionTimeoutMs: number;
   /** The most bytes one send of a transaction carries (under the broker's message.max.bytes). */
@@ -88,7 +95,7 @@ export class TransactionCommitter {
             topic,
             chunk.map((s) => s.message),
           );
-      await txn.sendOffsets(this.options.groupId, [{ ...lane.tp, offset }]);
+      await txn.sendOffsets(this.options.group(), [{ ...lane.tp, offset }]);
       await txn.commit();
       lane.committed = offset;
     } catch (err) {

@@ -80,14 +80,19 @@ const TLS_CODE =
 /**
  * A refusal that retrying cannot fix (wrong SASL credentials, a certificate that does not
  * verify) as a ConnectionError that names connections.kafka and the fields to check; any other
- * error as it was. kafkajs wraps the first failure in retry errors, so the chain is searched.
+ * error as it was. Both clients wrap the first failure (kafkajs in retry errors, @platformatic/kafka
+ * in aggregate errors), so causes and aggregated errors are searched.
  */
 export function kafkaConnectError(err: unknown, kafka: KafkaConnectionConfig | undefined): Error {
   if (kafka === undefined) return err instanceof Error ? err : new Error(String(err));
   const brokers = kafka.brokers.join(',');
-  for (let e: unknown = err, i = 0; e instanceof Error && i < 8; i++) {
+  for (const e of errorChain(err)) {
     const code = (e as { code?: unknown }).code;
-    if (e.name === 'KafkaJSSASLAuthenticationError') {
+    if (
+      e.name === 'KafkaJSSASLAuthenticationError' ||
+      code === 'PLT_KFK_AUTHENTICATION' ||
+      (e as { apiId?: unknown }).apiId === 'SASL_AUTHENTICATION_FAILED'
+    ) {
       const mechanism = kafka.sasl?.mechanism ?? 'none';
       return new ConnectionError(
         `${AT}: the brokers (${brokers}) refused the SASL ${mechanism.toUpperCase()} login: ${e.message}; check ${AT}.sasl (mechanism, username, password/passwordEnv/passwordFile or token)`,
@@ -100,9 +105,22 @@ export function kafkaConnectError(err: unknown, kafka: KafkaConnectionConfig | u
         { field: `${AT}.tls`, cause: plainCause(e) },
       );
     }
-    e = e.cause ?? (e as { originalError?: unknown }).originalError;
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** The error, its causes and aggregated errors, breadth first (bounded). */
+export function errorChain(err: unknown): Error[] {
+  const out: Error[] = [];
+  const queue: unknown[] = [err];
+  while (queue.length > 0 && out.length < 32) {
+    const e = queue.shift();
+    if (!(e instanceof Error) || out.includes(e)) continue;
+    out.push(e);
+    queue.push(e.cause, (e as { originalError?: unknown }).originalError);
+    if (e instanceof AggregateError) queue.push(...(e.errors as unknown[]));
+  }
+  return out;
 }
 
 function plainCause(e: Error): Error {

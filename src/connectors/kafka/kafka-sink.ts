@@ -8,6 +8,7 @@
 // transactions instead.
 import type { KafkaProducerDriver, ProducedMessage } from './driver.ts';
 import { OutputRejectedError } from '../../errors.ts';
+import { errorChain } from './kafka-security.ts';
 import type { OutputRecord } from '../../route/record.ts';
 import { recordBytes, type Sink, type TransactionStager } from '../../route/sink.ts';
 
@@ -120,10 +121,13 @@ export class KafkaSink implements Sink {
   }
 }
 
-/** kafkajs wraps a protocol error (which carries the type) in a non-retriable error (which keeps its message). */
+/**
+ * kafkajs wraps a protocol error (which carries the `type`) in a non-retriable error (which keeps
+ * its message); @platformatic/kafka aggregates protocol errors (which carry the `apiId`).
+ */
 function isRejection(err: unknown): boolean {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const type = (e as { type?: unknown }).type;
+  for (const e of errorChain(err)) {
+    const type = (e as { type?: unknown }).type ?? (e as { apiId?: unknown }).apiId;
     if (typeof type === 'string' && REJECTIONS.has(type)) return true;
     if (/larger than the max message size|record list.*too large/i.test(e.message)) return true;
   }

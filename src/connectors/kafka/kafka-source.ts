@@ -13,7 +13,9 @@ import { recordBytes } from '../../route/sink.ts';
 import { Backoff } from '../backoff.ts';
 import type { LagSample, Source, SourceDeps } from '../source.ts';
 import type {
+  Assignment,
   DriverBatch,
+  DriverFeatures,
   DriverMessage,
   KafkaConsumerDriver,
   KafkaDriver,
@@ -30,6 +32,7 @@ export class KafkaSource implements Source {
   private readonly options: KafkaSourceConfig;
   private readonly deps: SourceDeps;
   private readonly consumer: KafkaConsumerDriver;
+  private readonly features: DriverFeatures;
   private readonly transactions: TransactionCommitter | undefined;
   private lanes = new Map<string, PartitionLane>();
   private pressured = false;
@@ -55,6 +58,7 @@ export class KafkaSource implements Source {
     this.deps = deps;
     this.attempts = new WriteAttempts(deps.config.delivery.maxAttempts);
     const exactlyOnce = deps.config.delivery.mode === 'exactly-once';
+    this.features = driver.features;
     this.consumer = driver.consumer({
       groupId: options.groupId,
       readCommitted: exactlyOnce,
@@ -75,7 +79,7 @@ export class KafkaSource implements Source {
       }
       this.transactions = new TransactionCommitter({
         driver,
-        groupId: options.groupId,
+        group: () => this.consumer.groupMetadata(),
         transactionalIdPrefix: options.transactionalIdPrefix ?? `hugot-${options.groupId}`,
         transactionTimeoutMs: options.transactionTimeoutMs,
         maxSendBytes: options.transactionMaxBytes,
@@ -85,7 +89,8 @@ export class KafkaSource implements Source {
   }
 
   async start(): Promise<void> {
-    this.consumer.onAssignment((assigned) => this.assign(assigned));
+    this.consumer.onRevoked((revoked) => this.revoke(revoked));
+    this.consumer.onAssigned((assignment) => this.assign(assignment));
     this.consumer.onCrash((err) => this.crashed(err));
     this.unsubscribe = this.deps.onPressure((pressure) => {
       this.pressured = pressure === 'pause';
@@ -170,8 +175,33 @@ export class KafkaSource implements Source {
     }
   }
 
-  /** A (re)join: every old lane retires, because kafkajs restarts every partition from its commit. */
-  private assign(assigned: TopicPartition[]): void {
+  /**
+   * Partitions taken away: their lanes retire (their records in flight belong to the next owner,
+   * and their running generations are cancelled); other partitions' lanes go on untouched.
+   */
+  private revoke(revoked: TopicPartition[]): void {
+    const retired: TopicPartition[] = [];
+    for (const tp of revoked) {
+      const lane = this.lanes.get(laneKey(tp));
+      if (lane === undefined) continue;
+      this.lanes.delete(lane.key);
+      this.retireLane(lane, true);
+      retired.push(tp);
+    }
+    this.attempts.keepOnly((key) => this.lanes.has(key));
+    if (retired.length > 0)
+      this.deps.logger.info(
+        { topic: this.options.topic, partitions: retired.map((tp) => tp.partition) },
+        'Kafka partitions revoked',
+      );
+  }
+
+  /**
+   * A (re)join. Partitions the driver restarted from their commits get fresh lanes (their old
+   * lanes retire); kept partitions keep their lanes and records in flight; lanes of partitions
+   * no longer assigned retire.
+   */
+  private assign(assignment: Assignment): void {
     if (this.outageSince !== undefined) {
       this.deps.logger.info(
         {
@@ -188,29 +218,43 @@ export class KafkaSource implements Source {
     this.deps.onHealth?.({ state: 'healthy' });
     this.deps.onEvent?.('rebalance');
     const previous = this.lanes;
+    const restarted = new Set(assignment.restarted.map(laneKey));
     this.lanes = new Map();
-    for (const tp of assigned) {
-      const old = previous.get(laneKey(tp));
+    for (const tp of assignment.partitions) {
+      const key = laneKey(tp);
+      const old = previous.get(key);
+      if (old !== undefined && !restarted.has(key)) {
+        this.lanes.set(key, old);
+        continue;
+      }
       const lane = new PartitionLane(tp, old?.committed);
-      if (this.transactions !== undefined) lane.ready = this.fence(lane, old);
+      if (this.transactions !== undefined) lane.ready = settledLater(this.fence(lane, old));
       this.lanes.set(lane.key, lane);
     }
     this.attempts.keepOnly((key) => this.lanes.has(key));
-    for (const [key, old] of previous) {
-      old.retire();
-      if (!this.lanes.has(key) && this.transactions !== undefined) {
-        const transactions = this.transactions;
-        void (old.committing ?? Promise.resolve())
-          .catch(() => undefined)
-          .then(() => transactions.release(old.tp));
-      }
-    }
+    for (const [key, old] of previous)
+      if (this.lanes.get(key) !== old) this.retireLane(old, !this.lanes.has(key));
     this.deps.logger.info(
-      { topic: this.options.topic, partitions: assigned.map((tp) => tp.partition) },
+      {
+        topic: this.options.topic,
+        partitions: assignment.partitions.map((tp) => tp.partition),
+        restarted: assignment.restarted.map((tp) => tp.partition),
+      },
       'Kafka partitions assigned',
     );
-    this.consumer.resume(assigned);
+    // Kept partitions keep their flow (a full or held lane stays paused); updateFlow resumes the rest.
+    this.consumer.resume(assignment.restarted);
     this.updateFlow();
+  }
+
+  /** The lane's records belong to the partition's next reader; `gone`: the partition left us. */
+  private retireLane(lane: PartitionLane, gone: boolean): void {
+    lane.retire();
+    if (!gone || this.transactions === undefined) return;
+    const transactions = this.transactions;
+    void (lane.committing ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => transactions.release(lane.tp));
   }
 
   /**
@@ -230,7 +274,7 @@ export class KafkaSource implements Source {
   }
 
   /**
-   * kafkajs cannot ask for stable offsets (KIP-447's require_stable), so the offsets of a
+   * Without stable offsets (KIP-447's require_stable; kafkajs cannot ask), the offsets of a
    * transaction a fenced worker committed just before it died may not be visible at the first
    * read: reading a stale one would process that transaction's records again. Read until two
    * reads a moment apart agree, keeping the highest.
@@ -241,6 +285,8 @@ export class KafkaSource implements Source {
       const mine = committed.find((c) => c.partition === tp.partition);
       return mine !== undefined && BigInt(mine.offset) >= 0n ? BigInt(mine.offset) : undefined;
     };
+    // A stable read (KIP-447) waits for pending transactional offsets itself.
+    if (this.features.stableOffsets) return read();
     let best = await read();
     for (let attempt = 0; attempt < 8; attempt += 1) {
       await sleep(250);
@@ -491,4 +537,14 @@ export class KafkaSource implements Source {
     lane.committing = round;
     return round;
   }
+}
+
+/**
+ * A lane's readiness is awaited by its writes, maybe never (no record comes, the lane retires):
+ * its failure (a fencing refused) must not become an unhandled rejection, which ends the process.
+ * The writes that await it still see it fail.
+ */
+function settledLater(ready: Promise<void>): Promise<void> {
+  ready.catch(() => undefined);
+  return ready;
 }

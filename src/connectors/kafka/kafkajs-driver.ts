@@ -24,8 +24,11 @@ import { registerCompressionCodecs } from './compression-codecs.ts';
 import { kafkaConnectError, type KafkaSecurity } from './kafka-security.ts';
 import type { Headers } from '../../route/record.ts';
 import type {
+  Assignment,
   ConsumerOptions,
   DriverBatch,
+  DriverFeatures,
+  GroupMetadata,
   KafkaConsumerDriver,
   KafkaDriver,
   KafkaProducerDriver,
@@ -50,6 +53,12 @@ export interface KafkajsDriverOptions {
 }
 
 export class KafkajsDriver implements KafkaDriver {
+  readonly features: DriverFeatures = {
+    client: 'kafkajs',
+    stableOffsets: false,
+    keepsPartitions: false,
+    fencesByGeneration: false,
+  };
   private readonly kafka: Kafka;
   private readonly explain: (err: unknown) => Error;
   private readonly logger: Logger;
@@ -149,8 +158,9 @@ export class KafkajsDriver implements KafkaDriver {
           send: async (topic, messages) => {
             await txn.send({ topic, acks: -1, messages: messages.map(toKafkajs) });
           },
-          sendOffsets: (groupId, offsets) =>
-            txn.sendOffsets({ consumerGroupId: groupId, topics: byTopic(offsets) }),
+          // kafkajs' TxnOffsetCommit carries no generation: only the group id is used.
+          sendOffsets: (group, offsets) =>
+            txn.sendOffsets({ consumerGroupId: group.groupId, topics: byTopic(offsets) }),
           commit: () => txn.commit(),
           abort: () => txn.abort(),
         };
@@ -181,6 +191,9 @@ class KafkajsConsumer implements KafkaConsumerDriver {
   private readonly kafka: Kafka;
   private readonly groupId: string;
   private readonly explain: (err: unknown) => Error;
+  /** kafkajs does not report the generation; its sendOffsets would not send it anyway. */
+  private readonly generationId = -1;
+  private memberId = '';
 
   constructor(
     consumer: Consumer,
@@ -215,6 +228,7 @@ class KafkajsConsumer implements KafkaConsumerDriver {
         const driverBatch: DriverBatch = {
           topic: batch.topic,
           partition: batch.partition,
+          highWatermark: batch.highWatermark,
           messages: batch.messages.map((m) => ({
             offset: m.offset,
             key: m.key,
@@ -292,13 +306,24 @@ class KafkajsConsumer implements KafkaConsumerDriver {
     }
   }
 
-  onAssignment(listener: (assigned: TopicPartition[]) => void): void {
+  groupMetadata(): GroupMetadata {
+    return { groupId: this.groupId, generationId: this.generationId, memberId: this.memberId };
+  }
+
+  /** kafkajs restarts every partition from its commit at each join: all of them are restarted. */
+  onAssigned(listener: (assignment: Assignment) => void): void {
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+      this.memberId = event.payload.memberId;
       const assigned: TopicPartition[] = [];
       for (const [topic, partitions] of Object.entries(event.payload.memberAssignment))
         for (const partition of partitions) assigned.push({ topic, partition });
-      listener(assigned);
+      listener({ partitions: assigned, restarted: assigned });
     });
+  }
+
+  /** kafkajs has no revoke hook: onAssigned's `restarted` (every partition) stands for it. */
+  onRevoked(): void {
+    // Nothing to register.
   }
 
   onCrash(listener: (err: Error) => void): void {

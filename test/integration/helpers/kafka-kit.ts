@@ -159,6 +159,15 @@ export class KafkaKit {
   }
 }
 
+/**
+ * The Kafka client the workers under test use: HUGOT_KAFKA_CLIENT (set by the vitest project that
+ * runs the Kafka files on the other client), else the config's default.
+ */
+export function kafkaConnection(brokers: string): Record<string, unknown> {
+  const client = process.env.HUGOT_KAFKA_CLIENT;
+  return { brokers: brokers.split(','), ...(client ? { client } : {}) };
+}
+
 /** A one-route Kafka -> Kafka worker config over the tiny classifier (raw, before the schema). */
 export function kafkaRouteConfig(options: {
   brokers: string;
@@ -192,7 +201,7 @@ export function kafkaRouteConfig(options: {
     ],
     shards: [{ device: 'cpu', threads: 2 }],
     batching: { maxBatchSize: 64, maxWaitMs: 5 },
-    connections: { kafka: { brokers: options.brokers.split(',') } },
+    connections: { kafka: kafkaConnection(options.brokers) },
     delivery: { mode: options.mode ?? 'at-least-once', commitIntervalMs: 200 },
     ...(options.limits !== undefined ? { limits: options.limits } : {}),
   };
