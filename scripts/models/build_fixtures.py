@@ -48,6 +48,12 @@ def main() -> None:
         result = vision.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("detr-object-detection") or want("yolos-object-detection"):
+        from kit import detection
+
+        for result in detection.build():
+            print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -23,9 +23,10 @@ describe('task registry', () => {
       'fillMask',
       'textGeneration',
       'imageClassification',
+      'objectDetection',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
-    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification']);
+    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification', 'objectDetection']);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
@@ -40,6 +41,7 @@ describe('task registry', () => {
       fillMask: ['hi'],
       textGeneration: ['hi', [{ role: 'user', content: 'hi' }], { messages: [] }],
       imageClassification: ['aGk=', new Uint8Array([1])],
+      objectDetection: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
