@@ -6,6 +6,7 @@ import { crossEncoderTask } from './text/cross-encoder.ts';
 import { featureExtractionTask } from './text/feature-extraction.ts';
 import { fillMaskTask } from './text/fill-mask.ts';
 import { imageClassificationTask } from './vision/image-classification.ts';
+import { imageFeatureExtractionTask } from './vision/image-feature-extraction.ts';
 import { objectDetectionTask } from './vision/object-detection.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
@@ -29,6 +30,7 @@ const TASKS = [
   textGenerationTask,
   imageClassificationTask,
   objectDetectionTask,
+  imageFeatureExtractionTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -24,9 +24,14 @@ describe('task registry', () => {
       'textGeneration',
       'imageClassification',
       'objectDetection',
+      'imageFeatureExtraction',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
-    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification', 'objectDetection']);
+    expect(TASK_NAMES.filter(readsImages)).toEqual([
+      'imageClassification',
+      'objectDetection',
+      'imageFeatureExtraction',
+    ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
@@ -42,6 +47,7 @@ describe('task registry', () => {
       textGeneration: ['hi', [{ role: 'user', content: 'hi' }], { messages: [] }],
       imageClassification: ['aGk=', new Uint8Array([1])],
       objectDetection: ['aGk=', new Uint8Array([1])],
+      imageFeatureExtraction: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
