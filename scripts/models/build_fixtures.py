@@ -60,6 +60,12 @@ def main() -> None:
         for result in image_features.build():
             print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("glpn-depth-estimation"):
+        from kit import depth
+
+        result = depth.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -5,6 +5,7 @@ import { ConfigError } from '../errors.ts';
 import { crossEncoderTask } from './text/cross-encoder.ts';
 import { featureExtractionTask } from './text/feature-extraction.ts';
 import { fillMaskTask } from './text/fill-mask.ts';
+import { depthEstimationTask } from './vision/depth-estimation.ts';
 import { imageClassificationTask } from './vision/image-classification.ts';
 import { imageFeatureExtractionTask } from './vision/image-feature-extraction.ts';
 import { objectDetectionTask } from './vision/object-detection.ts';
@@ -31,6 +32,7 @@ const TASKS = [
   imageClassificationTask,
   objectDetectionTask,
   imageFeatureExtractionTask,
+  depthEstimationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -33,15 +33,28 @@ export function float32FromBase64(text: string): Float32Array {
   );
 }
 
-/** One test per image: our model input equals the Python processor's, shape and values. */
-export function pixelValueCases(model: string, load: (m: string) => Promise<LoadedModel>): void {
-  for (const golden of preprocessingGoldens(model)) {
+/** A processor recipe the kit ran without a model: its config and its pixel values. */
+export interface ProcessorGoldens {
+  config: Record<string, unknown>;
+  preprocessing: PreprocessingGolden[];
+}
+
+/**
+ * One test per image: our model input equals the Python processor's, shape and values. The
+ * processor is the model folder's, or `other`'s config (images still from the model's folder).
+ */
+export function pixelValueCases(
+  model: string,
+  load: (m: string) => Promise<LoadedModel>,
+  other?: ProcessorGoldens,
+): void {
+  for (const golden of other?.preprocessing ?? preprocessingGoldens(model)) {
     it(golden.image, GOLDEN, async ({ task }) => {
       const loaded = await load(model);
       const image = await decodeImage(join(modelPath(model), golden.image), 'image');
       const pixels = preprocessImage(
         image,
-        compilePreprocessor(loaded.preprocessor, loaded.folder),
+        compilePreprocessor(other?.config ?? loaded.preprocessor, loaded.folder),
       );
       expect([3, pixels.height, pixels.width]).toEqual(golden.shape);
       if (golden.pixel_mask_ones !== undefined)

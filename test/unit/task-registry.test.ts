@@ -25,12 +25,14 @@ describe('task registry', () => {
       'imageClassification',
       'objectDetection',
       'imageFeatureExtraction',
+      'depthEstimation',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
       'imageClassification',
       'objectDetection',
       'imageFeatureExtraction',
+      'depthEstimation',
     ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
@@ -48,6 +50,7 @@ describe('task registry', () => {
       imageClassification: ['aGk=', new Uint8Array([1])],
       objectDetection: ['aGk=', new Uint8Array([1])],
       imageFeatureExtraction: ['aGk=', new Uint8Array([1])],
+      depthEstimation: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

@@ -90,6 +90,11 @@ def f32_base64(values: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(values, dtype="<f4").tobytes()).decode("ascii")
 
 
+def u8_base64(values: np.ndarray) -> str:
+    """8-bit pixels, row-major, as base64."""
+    return base64.b64encode(np.ascontiguousarray(values, dtype=np.uint8).tobytes()).decode("ascii")
+
+
 def from_f32_base64(text: str, shape: list[int]) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").reshape(shape)
 

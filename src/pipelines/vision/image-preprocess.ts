@@ -52,10 +52,18 @@ export function compilePreprocessor(
     raw['keep_aspect_ratio'] === true || multiple !== 1
       ? { keepAspectRatio: raw['keep_aspect_ratio'] === true, multiple: multiple as number }
       : undefined;
-  let resize =
-    raw['do_resize'] === false ? undefined : sizeOf(raw['size'], () => fail('size', 'a size'));
-  const type = raw['image_processor_type'];
-  if (resize?.kind === 'shortestLongest' && typeof type === 'string' && type.startsWith('Yolos'))
+  // A few processor classes resize by their own rule, and GLPN's does not normalise by default.
+  const type = typeof raw['image_processor_type'] === 'string' ? raw['image_processor_type'] : '';
+  const glpn = type.startsWith('GLPN');
+  let resize: Size | undefined;
+  if (raw['do_resize'] === false) resize = undefined;
+  else if (glpn) {
+    const divisor = raw['size_divisor'] ?? 32;
+    if (typeof divisor !== 'number' || !Number.isInteger(divisor) || divisor < 1)
+      fail('size_divisor', 'a positive integer');
+    resize = { kind: 'divisor', divisor: divisor as number };
+  } else resize = sizeOf(raw['size'], () => fail('size', 'a size'));
+  if (resize?.kind === 'shortestLongest' && type.startsWith('Yolos'))
     resize = { ...resize, yolos: true };
   if (fit !== undefined && resize !== undefined && resize.kind !== 'exact')
     fail('size', '{height, width} with keep_aspect_ratio or ensure_multiple_of');
@@ -74,7 +82,7 @@ export function compilePreprocessor(
           ? raw['rescale_factor']
           : 1 / 255,
     normalize:
-      raw['do_normalize'] === false
+      (raw['do_normalize'] ?? !glpn) === false
         ? undefined
         : {
             mean: triple(raw['image_mean'], DEFAULT_MEAN, () => fail('image_mean', 'numbers')),

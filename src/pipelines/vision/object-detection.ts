@@ -103,7 +103,8 @@ export class ObjectDetectionPipeline extends BasePipeline<
       // center_to_corners_format then the scale to (width, height), each step in float32.
       const corner = (centre: number, extent: number, sign: number, scale: number): number => {
         const value = f(f(centre + sign * f(0.5 * extent)) * scale);
-        return this.options.integerBoxes ? Math.trunc(value) : value;
+        // + 0 turns a truncated -0.x into 0, as Python's int() gives it (JSON would keep -0 apart).
+        return this.options.integerBoxes ? Math.trunc(value) + 0 : value;
       };
       found.push({
         score,

@@ -6,7 +6,9 @@
 export type Size =
   | { kind: 'exact'; height: number; width: number }
   | { kind: 'shortestEdge'; shortestEdge: number }
-  | { kind: 'shortestLongest'; shortestEdge: number; longestEdge: number; yolos?: boolean };
+  | { kind: 'shortestLongest'; shortestEdge: number; longestEdge: number; yolos?: boolean }
+  /** GLPN: each side rounded down to a multiple of `divisor` (size_divisor). */
+  | { kind: 'divisor'; divisor: number };
 
 /**
  * DPT's resize (Depth Anything's processor): the exact size is a target that `keep_aspect_ratio`
@@ -43,6 +45,11 @@ export function targetSize(
 ): { height: number; width: number } {
   if (size.kind === 'exact')
     return fit === undefined ? { height: size.height, width: size.width } : fitted();
+  if (size.kind === 'divisor')
+    return {
+      height: height - (height % size.divisor),
+      width: width - (width % size.divisor),
+    };
   if (size.kind === 'shortestEdge') {
     // get_resize_output_image_size(default_to_square=False): the short side becomes
     // shortest_edge, the long side keeps the aspect ratio (truncated).
