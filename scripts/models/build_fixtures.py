@@ -53,6 +53,24 @@ def main() -> None:
     for result in tabular.build_all(want):
         print(f"{result['name']}: onnxruntime vs scikit-learn max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("detr-object-detection") or want("yolos-object-detection"):
+        from kit import detection
+
+        for result in detection.build():
+            print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("vit-image-features") or want("clip-vision-image-features"):
+        from kit import image_features
+
+        for result in image_features.build():
+            print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("glpn-depth-estimation"):
+        from kit import depth
+
+        result = depth.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -5,7 +5,10 @@ import { ConfigError } from '../errors.ts';
 import { crossEncoderTask } from './text/cross-encoder.ts';
 import { featureExtractionTask } from './text/feature-extraction.ts';
 import { fillMaskTask } from './text/fill-mask.ts';
+import { depthEstimationTask } from './vision/depth-estimation.ts';
 import { imageClassificationTask } from './vision/image-classification.ts';
+import { imageFeatureExtractionTask } from './vision/image-feature-extraction.ts';
+import { objectDetectionTask } from './vision/object-detection.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
@@ -29,6 +32,9 @@ const TASKS = [
   textGenerationTask,
   imageClassificationTask,
   tabularTask,
+  objectDetectionTask,
+  imageFeatureExtractionTask,
+  depthEstimationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -228,8 +228,9 @@ export class RecordProcessor {
   }
 }
 
-/** Typed arrays (embeddings) become JSON arrays. */
+/** Bytes (PNG images: depth maps) become base64; other typed arrays (embeddings) JSON arrays. */
 function toPlain(value: unknown): unknown {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   if (ArrayBuffer.isView(value) && !(value instanceof DataView))
     return Array.from(value as unknown as ArrayLike<number>);
   if (Array.isArray(value)) return value.map(toPlain);

@@ -24,9 +24,17 @@ describe('task registry', () => {
       'textGeneration',
       'imageClassification',
       'tabular',
+      'objectDetection',
+      'imageFeatureExtraction',
+      'depthEstimation',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
-    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification']);
+    expect(TASK_NAMES.filter(readsImages)).toEqual([
+      'imageClassification',
+      'objectDetection',
+      'imageFeatureExtraction',
+      'depthEstimation',
+    ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
@@ -42,6 +50,9 @@ describe('task registry', () => {
       textGeneration: ['hi', [{ role: 'user', content: 'hi' }], { messages: [] }],
       imageClassification: ['aGk=', new Uint8Array([1])],
       tabular: [[5.1, 3.5], { 'petal width (cm)': 0.2 }],
+      objectDetection: ['aGk=', new Uint8Array([1])],
+      imageFeatureExtraction: ['aGk=', new Uint8Array([1])],
+      depthEstimation: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

@@ -1,14 +1,16 @@
 // preprocessor_config.json -> the pixel_values Python's (PIL-backend) image processor makes:
 // resize with Pillow's filter, optional centre crop, rescale, normalize, channels first, float32.
 // Each arithmetic step rounds to float32 where numpy does, so the tensors are bit-identical.
-import { ModelFolderError } from '../../errors.ts';
+// Padding is never needed: pipelines run images of different sizes in separate batches
+// (image-batch.ts), as Python's pipelines run one image at a time.
+import { InputError, ModelFolderError } from '../../errors.ts';
 import { PIL_FILTERS, pilResize, type PilFilter, type RgbImage } from './pil-resize.ts';
-
-type Size =
-  { kind: 'exact'; height: number; width: number } | { kind: 'shortestEdge'; shortestEdge: number };
+import { sizeOf, targetSize, type AspectFit, type Size } from './resize-size.ts';
 
 export interface ImagePreprocessor {
   resize: Size | undefined;
+  /** DPT's keep_aspect_ratio / ensure_multiple_of, when the config sets them. */
+  fit: AspectFit | undefined;
   filter: PilFilter;
   crop: { height: number; width: number } | undefined;
   rescaleFactor: number | undefined;
@@ -39,9 +41,35 @@ export function compilePreprocessor(
   const resample = raw['resample'] ?? 2;
   const filter = PIL_FILTERS[resample as keyof typeof PIL_FILTERS];
   if (filter === undefined) fail('resample', 'a Pillow filter number 0-5');
+  // Padding to a fixed size or a multiple changes what the model sees; not implemented.
+  if (raw['pad_size'] != null) fail('pad_size', 'unset (fixed-size padding is not supported)');
+  if (raw['do_pad'] === true && raw['size_divisor'] != null)
+    fail('size_divisor', 'unset when do_pad is true (padding to a multiple is not supported)');
+  const multiple = raw['ensure_multiple_of'] ?? 1;
+  if (typeof multiple !== 'number' || !Number.isInteger(multiple) || multiple < 1)
+    fail('ensure_multiple_of', 'a positive integer');
+  const fit =
+    raw['keep_aspect_ratio'] === true || multiple !== 1
+      ? { keepAspectRatio: raw['keep_aspect_ratio'] === true, multiple: multiple as number }
+      : undefined;
+  // A few processor classes resize by their own rule, and GLPN's does not normalise by default.
+  const type = typeof raw['image_processor_type'] === 'string' ? raw['image_processor_type'] : '';
+  const glpn = type.startsWith('GLPN');
+  let resize: Size | undefined;
+  if (raw['do_resize'] === false) resize = undefined;
+  else if (glpn) {
+    const divisor = raw['size_divisor'] ?? 32;
+    if (typeof divisor !== 'number' || !Number.isInteger(divisor) || divisor < 1)
+      fail('size_divisor', 'a positive integer');
+    resize = { kind: 'divisor', divisor: divisor as number };
+  } else resize = sizeOf(raw['size'], () => fail('size', 'a size'));
+  if (resize?.kind === 'shortestLongest' && type.startsWith('Yolos'))
+    resize = { ...resize, yolos: true };
+  if (fit !== undefined && resize !== undefined && resize.kind !== 'exact')
+    fail('size', '{height, width} with keep_aspect_ratio or ensure_multiple_of');
   return {
-    resize:
-      raw['do_resize'] === false ? undefined : sizeOf(raw['size'], () => fail('size', 'a size')),
+    resize,
+    fit,
     filter: filter,
     crop:
       raw['do_center_crop'] === true
@@ -54,7 +82,7 @@ export function compilePreprocessor(
           ? raw['rescale_factor']
           : 1 / 255,
     normalize:
-      raw['do_normalize'] === false
+      (raw['do_normalize'] ?? !glpn) === false
         ? undefined
         : {
             mean: triple(raw['image_mean'], DEFAULT_MEAN, () => fail('image_mean', 'numbers')),
@@ -74,7 +102,12 @@ export function preprocessImage(
 } {
   let current = image;
   if (p.resize !== undefined) {
-    const { height, width } = targetSize(current, p.resize);
+    const { height, width } = targetSize(current.height, current.width, p.resize, p.fit);
+    if (height < 1 || width < 1)
+      throw new InputError(
+        `a ${current.width}x${current.height} image resizes to nothing (${width}x${height})`,
+        { field: 'image' },
+      );
     current = pilResize(current, width, height, p.filter);
   }
   if (p.crop !== undefined) current = centerCrop(current, p.crop.height, p.crop.width);
@@ -94,20 +127,6 @@ export function preprocessImage(
     }
   }
   return { data: out, height, width };
-}
-
-function targetSize(image: RgbImage, size: Size): { height: number; width: number } {
-  if (size.kind === 'exact') return { height: size.height, width: size.width };
-  // Python's get_resize_output_image_size(default_to_square=False): the short side becomes
-  // shortest_edge, the long side keeps the aspect ratio (truncated).
-  const { height, width } = image;
-  const short = Math.min(height, width);
-  const long = Math.max(height, width);
-  const newShort = size.shortestEdge;
-  const newLong = Math.trunc((newShort * long) / short);
-  return height <= width
-    ? { height: newShort, width: newLong }
-    : { height: newLong, width: newShort };
 }
 
 /** Python's center_crop: the middle region, zero-padded where the image is smaller. */
@@ -133,18 +152,6 @@ function centerCrop(image: RgbImage, height: number, width: number): RgbImage {
     }
   }
   return { data: out, width, height };
-}
-
-function sizeOf(value: unknown, fail: () => never): Size {
-  if (value !== null && typeof value === 'object') {
-    const v = value as Record<string, unknown>;
-    if (typeof v['height'] === 'number' && typeof v['width'] === 'number')
-      return { kind: 'exact', height: v['height'], width: v['width'] };
-    if (typeof v['shortest_edge'] === 'number' && v['longest_edge'] === undefined)
-      return { kind: 'shortestEdge', shortestEdge: v['shortest_edge'] };
-  }
-  if (typeof value === 'number') return { kind: 'exact', height: value, width: value };
-  return fail();
 }
 
 function cropOf(value: unknown, fail: () => never): { height: number; width: number } {
