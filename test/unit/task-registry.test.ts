@@ -3,7 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { inputCost } from '../../src/engine/input-cost.ts';
 import { InputError } from '../../src/errors.ts';
-import { readsImages, TASK_NAMES, taskDefinition } from '../../src/pipelines/registry.ts';
+import {
+  readsAudio,
+  readsImages,
+  TASK_NAMES,
+  taskDefinition,
+} from '../../src/pipelines/registry.ts';
 import type { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { checkInputShape } from '../../src/route/input-shape.ts';
 
@@ -23,9 +28,11 @@ describe('task registry', () => {
       'fillMask',
       'textGeneration',
       'imageClassification',
+      'audioClassification',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification']);
+    expect(TASK_NAMES.filter(readsAudio)).toEqual(['audioClassification']);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
@@ -40,6 +47,7 @@ describe('task registry', () => {
       fillMask: ['hi'],
       textGeneration: ['hi', [{ role: 'user', content: 'hi' }], { messages: [] }],
       imageClassification: ['aGk=', new Uint8Array([1])],
+      audioClassification: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
