@@ -71,6 +71,12 @@ def main() -> None:
         result = depth.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("wav2vec2-audio-classification"):
+        from kit import audio
+
+        result = audio.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -21,6 +21,11 @@ PROVENANCE: dict[str, dict[str, str]] = {
         "licence": "Apache-2.0 (see LICENSE in the folder)",
         "made": "real weights exported to ONNX (fp32, parity-checked) then onnxruntime quantize_dynamic QInt8 per-channel with reduce_range (7-bit weights)",
     },
+    "wav2vec2-audio-classification": {
+        "source_package": "none (built here)",
+        "licence": "Apache-2.0 (this repository)",
+        "made": "random weights from a config (seeded); the audio clips are tones, a chirp and noise drawn by scripts/models/kit/audio.py",
+    },
 }
 
 

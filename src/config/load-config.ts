@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { ConfigError } from '../errors.ts';
 import { batcherOptionsSchema } from '../batching/batcher-options.ts';
 import { checkWithSchema, formatPath } from '../options/parse.ts';
-import { readsImages } from '../pipelines/registry.ts';
+import { readsAudio, readsImages } from '../pipelines/registry.ts';
 import { resolveConnectionPaths } from './connection-paths.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
@@ -241,9 +241,9 @@ function checkInputRoute(
       `${at}.input.images: pipeline '${route.pipeline}' (${task}) does not take images; remove input.images`,
       { field: `${at}.input.images` },
     );
-  if (route.input.format === 'bytes' && !images)
+  if (route.input.format === 'bytes' && !images && !readsAudio(task))
     problem(
-      `${at}.input.format: bytes (the raw record) is for image tasks; use json or text for ${task}`,
+      `${at}.input.format: bytes (the raw record) is for image tasks and audio tasks; use json or text for ${task}`,
       { field: `${at}.input.format` },
     );
   if (route.input.format === 'bytes' && route.output.mode === 'merge')

@@ -191,6 +191,10 @@ const limitsSchema = z
     maxImagePixels: z.number().int().min(1).default(25_000_000),
     /** Bytes of an image read from a path (input.images.from: path). */
     maxImageBytes: z.number().int().min(1).default(20_971_520),
+    /** Bytes of an audio file input (after base64 decoding), checked before it is parsed. */
+    maxAudioBytes: z.number().int().min(1).default(20_971_520),
+    /** Seconds of an audio input, read from its header or frame headers before it is decoded. */
+    maxAudioSeconds: z.number().positive().default(600),
   })
   .strict();
 

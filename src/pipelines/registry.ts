@@ -1,6 +1,7 @@
 // The only list of tasks. A task is one file exporting its TaskDefinition (task-definition.ts)
 // and one line here; the config schema, the route's input check, the engine's batch pricing and
 // the pipeline factory all ask this registry (docs/pipelines.md#adding-a-pipeline).
+import { audioClassificationTask } from './audio/audio-classification.ts';
 import { ConfigError } from '../errors.ts';
 import { crossEncoderTask } from './text/cross-encoder.ts';
 import { featureExtractionTask } from './text/feature-extraction.ts';
@@ -35,6 +36,7 @@ const TASKS = [
   objectDetectionTask,
   imageFeatureExtractionTask,
   depthEstimationTask,
+  audioClassificationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(
@@ -71,6 +73,11 @@ export function taskDefinition(name: string, field = 'task'): TaskDefinition {
 /** Tasks whose input a route reads as an image (docs/security.md#image-inputs). */
 export function readsImages(task: string): boolean {
   return byName.get(task)?.inputKind === 'image';
+}
+
+/** Tasks whose input a route reads as an audio file (docs/security.md#audio-inputs). */
+export function readsAudio(task: string): boolean {
+  return byName.get(task)?.inputKind === 'audio';
 }
 
 export function createPipeline(

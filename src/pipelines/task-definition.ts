@@ -44,8 +44,11 @@ export interface TaskDefinition {
   readonly create: (model: LoadedModel, options: unknown) => Pipeline<unknown, unknown>;
   /** What a record must hold, checked before it joins a batch so it cannot fail its batch mates. */
   readonly inputSchema: (input: unknown, check: InputCheck) => void;
-  /** 'image': a route reads the input as an image's bytes (docs/security.md#image-inputs). */
-  readonly inputKind: 'text' | 'image';
+  /**
+   * 'image' / 'audio': a route reads the input as an image's or an audio file's bytes
+   * (docs/security.md#image-inputs, #audio-inputs).
+   */
+  readonly inputKind: 'text' | 'image' | 'audio';
   /** How much of a batch an input takes; asked only of models with a tokenizer. */
   readonly cost: (input: unknown, meter: CostMeter) => Promise<InputCost>;
   /** Where the pipeline truncates below the tokenizer's limit, by its options. */

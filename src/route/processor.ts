@@ -10,9 +10,10 @@ import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import { deadLetter, type Stage } from './dead-letter.ts';
 import { checkGenerationOutput, GENERATION_TASK } from './generation-output.ts';
 import { getPath } from './field-path.ts';
+import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { checkInputShape } from './input-shape.ts';
-import { readsImages } from '../pipelines/registry.ts';
+import { readsAudio, readsImages } from '../pipelines/registry.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
@@ -56,6 +57,7 @@ export class RecordProcessor {
   private readonly limits: WorkerConfig['limits'];
   private readonly submit: Submit;
   private readonly images: ImageInputs | undefined;
+  private readonly audio: AudioInputs | undefined;
 
   constructor(route: RouteConfig, task: string, limits: WorkerConfig['limits'], submit: Submit) {
     this.route = route;
@@ -69,6 +71,9 @@ export class RecordProcessor {
           maxPixels: limits.maxImagePixels,
           maxBytes: limits.maxImageBytes,
         })
+      : undefined;
+    this.audio = readsAudio(task)
+      ? new AudioInputs({ maxBytes: limits.maxAudioBytes, maxSeconds: limits.maxAudioSeconds })
       : undefined;
   }
 
@@ -149,6 +154,14 @@ export class RecordProcessor {
         input = await this.images.bytesOf(input, label);
       } catch (err) {
         if (err instanceof ImageRefusedError)
+          throw new Refusal('validate', err.reason, err.message);
+        throw err;
+      }
+    } else if (this.audio !== undefined) {
+      try {
+        input = this.audio.bytesOf(input, label);
+      } catch (err) {
+        if (err instanceof AudioRefusedError)
           throw new Refusal('validate', err.reason, err.message);
         throw err;
       }

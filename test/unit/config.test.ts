@@ -43,6 +43,8 @@ describe('config', () => {
       maxStopSequences: 16,
       maxImagePixels: 25_000_000,
       maxImageBytes: 20_971_520,
+      maxAudioBytes: 20_971_520,
+      maxAudioSeconds: 600,
     });
   });
 

@@ -3,7 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { inputCost } from '../../src/engine/input-cost.ts';
 import { InputError } from '../../src/errors.ts';
-import { readsImages, TASK_NAMES, taskDefinition } from '../../src/pipelines/registry.ts';
+import {
+  readsAudio,
+  readsImages,
+  TASK_NAMES,
+  taskDefinition,
+} from '../../src/pipelines/registry.ts';
 import type { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { checkInputShape } from '../../src/route/input-shape.ts';
 
@@ -27,6 +32,7 @@ describe('task registry', () => {
       'objectDetection',
       'imageFeatureExtraction',
       'depthEstimation',
+      'audioClassification',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -35,6 +41,7 @@ describe('task registry', () => {
       'imageFeatureExtraction',
       'depthEstimation',
     ]);
+    expect(TASK_NAMES.filter(readsAudio)).toEqual(['audioClassification']);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
@@ -53,6 +60,7 @@ describe('task registry', () => {
       objectDetection: ['aGk=', new Uint8Array([1])],
       imageFeatureExtraction: ['aGk=', new Uint8Array([1])],
       depthEstimation: ['aGk=', new Uint8Array([1])],
+      audioClassification: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

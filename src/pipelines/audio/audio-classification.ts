@@ -1,0 +1,151 @@
+// Audio classification as Python's pipeline does it: the clip decoded, mixed down to mono and
+// resampled to the feature extractor's rate (torchaudio's resample), the waveform normalised by
+// Wav2Vec2FeatureExtractor, then the model's logits scored (softmax, or sigmoid for multi-label,
+// none for regression) and ranked. Python runs one clip per forward pass; clips of equal length
+// share a run here, which a Wav2Vec2 model (per-clip group norm, no padding) answers row by row.
+import { Tensor } from 'onnxruntime-node';
+import { z } from 'zod';
+import { ModelFolderError } from '../../errors.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import {
+  logitsOf,
+  rankLabels,
+  type LabelScore,
+  type ScoreFunction,
+} from '../runtime/label-scores.ts';
+import { row } from '../runtime/tensors.ts';
+import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
+import { resample } from './resample.ts';
+import {
+  compileWav2Vec2Features,
+  wav2vec2InputValues,
+  type Wav2Vec2Features,
+} from './wav2vec2-features.ts';
+
+export type { AudioInput, PcmAudio } from './audio-decode.ts';
+
+export const audioClassificationOptionsSchema = z
+  .object({
+    /** Default: none for regression, sigmoid for multi-label, softmax otherwise (Python's choice). */
+    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+    /**
+     * How many labels to return, best first; null (the default) returns every label. Python's
+     * constructor sets 5, but each call without top_k resets it to every label
+     * (docs/pipelines.md#audioclassification).
+     */
+    topK: z.number().int().min(1).nullable().default(null),
+  })
+  .strict();
+
+export type AudioClassificationOptions = z.input<typeof audioClassificationOptionsSchema>;
+
+const TASK = 'audioClassification';
+
+/** The feature extractors whose model input is the normalised waveform. */
+const WAVEFORM_EXTRACTORS = new Set([
+  'Wav2Vec2FeatureExtractor',
+  'HubertFeatureExtractor',
+  'WavLMFeatureExtractor',
+]);
+
+export function compileWaveformFeatures(
+  raw: Record<string, unknown> | undefined,
+  folder: string,
+): Wav2Vec2Features {
+  if (raw === undefined)
+    throw new ModelFolderError(
+      `${folder} has no preprocessor_config.json; audio pipelines need the feature extractor's settings`,
+      { field: 'preprocessor_config.json' },
+    );
+  const type = raw['feature_extractor_type'] ?? 'Wav2Vec2FeatureExtractor';
+  if (typeof type !== 'string' || !WAVEFORM_EXTRACTORS.has(type))
+    throw new ModelFolderError(
+      `${folder}/preprocessor_config.json: feature_extractor_type ${JSON.stringify(type)} is not supported for ${TASK}; supported: ${[...WAVEFORM_EXTRACTORS].join(', ')}`,
+      { field: 'feature_extractor_type' },
+    );
+  return compileWav2Vec2Features(raw, folder);
+}
+
+/** Python's audio pipeline looks at problem_type only (a one-logit model still gets softmax). */
+function defaultAudioScoreFunction(model: LoadedModel): ScoreFunction {
+  const { problemType } = model.config;
+  if (problemType === 'regression') return 'none';
+  if (problemType === 'multi_label_classification') return 'sigmoid';
+  return 'softmax';
+}
+
+export class AudioClassificationPipeline extends BasePipeline<
+  AudioInput,
+  LabelScore[],
+  typeof audioClassificationOptionsSchema
+> {
+  private readonly features: Wav2Vec2Features;
+  private readonly apply: ScoreFunction;
+  private readonly inputName: string;
+  private readonly maskName: string | undefined;
+
+  constructor(model: LoadedModel, options: AudioClassificationOptions = {}) {
+    super(TASK, model, audioClassificationOptionsSchema, options, { tokenizer: false });
+    this.features = compileWaveformFeatures(model.preprocessor, model.folder);
+    this.apply = this.options.functionToApply ?? defaultAudioScoreFunction(model);
+    this.inputName = model.inputNames.includes('input_values')
+      ? 'input_values'
+      : (model.inputNames[0] ?? 'input_values');
+    this.maskName = model.inputNames.includes('attention_mask') ? 'attention_mask' : undefined;
+  }
+
+  protected async runBatch(inputs: readonly AudioInput[]): Promise<LabelScore[][]> {
+    const clips = await Promise.all(
+      inputs.map(async (input, i) => {
+        const decoded = await decodeAudio(input, `inputs[${i}]`);
+        const mono = resample(
+          mixdown(decoded.channels),
+          decoded.samplingRate,
+          this.features.samplingRate,
+        );
+        return wav2vec2InputValues(mono, this.features);
+      }),
+    );
+    const results = new Array<LabelScore[]>(clips.length);
+    // Equal lengths share a run: padding would change a Wav2Vec2 model's answer.
+    const byLength = new Map<number, number[]>();
+    clips.forEach((clip, i) => {
+      const group = byLength.get(clip.length) ?? [];
+      group.push(i);
+      byLength.set(clip.length, group);
+    });
+    for (const [length, indices] of byLength) {
+      const batch = new Float32Array(length * indices.length);
+      indices.forEach((index, b) => batch.set(clips[index] as Float32Array, b * length));
+      const dims = [indices.length, length];
+      const feeds: Record<string, Tensor> = {
+        [this.inputName]: new Tensor('float32', batch, dims),
+      };
+      if (this.maskName !== undefined)
+        feeds[this.maskName] = new Tensor('int64', new BigInt64Array(batch.length).fill(1n), dims);
+      const logits = logitsOf(this.model, await this.infer(feeds));
+      indices.forEach((index, b) => {
+        results[index] = rankLabels(this.model, row(logits, b), this.apply, this.options.topK);
+      });
+    }
+    return results;
+  }
+}
+
+export const audioClassificationTask: TaskDefinition = {
+  task: TASK,
+  optionsSchema: audioClassificationOptionsSchema,
+  create: (model, options) =>
+    new AudioClassificationPipeline(model, options as AudioClassificationOptions),
+  // The route reads and checks the audio itself (src/route/audio-input.ts): its size is held to
+  // limits.maxAudioBytes and its duration to limits.maxAudioSeconds, not to the text limits.
+  inputSchema(input, check) {
+    if (typeof input !== 'string' && !(input instanceof Uint8Array))
+      check.fail("audio: base64 (a string), or the record's bytes");
+  },
+  inputKind: 'audio',
+  // A clip is one row; its length does not count against the token budget.
+  cost: () => Promise.resolve(UNIT_COST),
+};
