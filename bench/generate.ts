@@ -10,13 +10,26 @@
 // N instead (its tokens/s is a rate, so a sample only shortens the run).
 // `-- --device cuda:<id>` runs the three modes on that GPU and adds the engine on every CPU core of
 // the same machine (gpu_vs_cpu) and a check that greedy tokens are the CPU path's.
+// Two more passes (docs/generative.md#benchmark-npm-run-benchgenerate):
+//   shared:     BENCH_SHARED_REQUESTS (64) prompts that share one BENCH_SHARED_PREFIX_TOKENS-token
+//               (300) instruction, each then a record of 16-160 tokens: the engine with its prefix
+//               cache against the engine without it (prefix_cache_gain) and against sequential;
+//   structured: BENCH_STRUCTURED_REQUESTS (200) labelling prompts with a JSON schema: tokens/s
+//               against the same requests unconstrained, each forced to the same token count
+//               (structured_overhead), and the fraction of outputs that parse and pass ajv.
+// `-- --model smollm2|llama-100m|<folder>` picks the model (default BENCH_MODEL, else llama-100m);
+// `-- --passes mixed,shared,structured` runs only some of the passes (default all three).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { GenerativeEngine } from '../src/generative/generative-engine.ts';
-import { GenerationProgress } from '../src/pipelines/generation/generation-progress.ts';
+import type { GenerationOptions } from '../src/pipelines/generation/generation-options.ts';
+import {
+  GenerationProgress,
+  type GenerationResult,
+} from '../src/pipelines/generation/generation-progress.ts';
 import {
   emptyKvState,
   leftPad,
@@ -24,17 +37,44 @@ import {
   type StepTokens,
 } from '../src/pipelines/generation/kv-cache.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
+import type {
+  PrefixCacheOptions,
+  PrefixCacheStats,
+} from '../src/pipelines/generation/prefix-cache.ts';
 import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
+import {
+  LABEL_INSTRUCTION,
+  LABEL_SCHEMA,
+  modelFolder,
+  sharedPrefixPrompts,
+  validLabelJson,
+} from './lib/generate-workloads.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
-const MODEL = process.env['BENCH_MODEL'] ?? '.cache/models/llama-100m';
+const { values: args } = parseArgs({
+  options: {
+    device: { type: 'string' },
+    model: { type: 'string' },
+    passes: { type: 'string' },
+  },
+});
+const MODEL = modelFolder(args.model ?? process.env['BENCH_MODEL'] ?? 'llama-100m');
+const PASSES = new Set((args.passes ?? 'mixed,shared,structured').split(','));
+for (const pass of PASSES)
+  if (!['mixed', 'shared', 'structured'].includes(pass))
+    throw new Error(`--passes takes mixed, shared and structured, not '${pass}'`);
 const CORPUS = process.env['BENCH_CORPUS'] ?? '.cache/corpus/spam-assassin.jsonl';
 const REQUESTS = env('BENCH_REQUESTS', 32);
 const NEW_TOKENS = env('BENCH_NEW_TOKENS', 64);
 const ARRIVAL_MS = env('BENCH_ARRIVAL_MS', 2000);
 const STATIC_BATCH = env('BENCH_STATIC_BATCH', 8);
-const SEQUENTIAL = Math.min(REQUESTS, env('BENCH_SEQUENTIAL', REQUESTS));
-const { values: args } = parseArgs({ options: { device: { type: 'string' } } });
+const SEQUENTIAL = env('BENCH_SEQUENTIAL', Infinity);
+const SHARED_REQUESTS = env('BENCH_SHARED_REQUESTS', 64);
+const SHARED_PREFIX_TOKENS = env('BENCH_SHARED_PREFIX_TOKENS', 300);
+const SHARED_NEW_TOKENS = env('BENCH_SHARED_NEW_TOKENS', 32);
+const RECORD_LENGTHS = [16, 48, 96, 160];
+const STRUCTURED_REQUESTS = env('BENCH_STRUCTURED_REQUESTS', 200);
+const STRUCTURED_MAX_TOKENS = env('BENCH_STRUCTURED_MAX_TOKENS', 128);
 const DEVICE = args.device ?? 'cpu';
 const cuda = /^cuda:(\d+)$/.exec(DEVICE);
 if (DEVICE !== 'cpu' && cuda === null)
@@ -50,6 +90,11 @@ const THREADS = env('BENCH_INTRA_OP_THREADS', GPU_PROVIDERS ? 1 : availableParal
 const ENGINE_THREADS = env('BENCH_ENGINE_THREADS', GPU_PROVIDERS ? 1 : availableParallelism());
 const LENGTHS = [16, 48, 96, 160, 256];
 const OPTIONS = { maxNewTokens: NEW_TOKENS, minNewTokens: NEW_TOKENS };
+const SHARED_OPTIONS = { maxNewTokens: SHARED_NEW_TOKENS, minNewTokens: SHARED_NEW_TOKENS };
+const STRUCTURED_OPTIONS: GenerationOptions = {
+  maxNewTokens: STRUCTURED_MAX_TOKENS,
+  responseFormat: { type: 'json_schema', schema: LABEL_SCHEMA },
+};
 
 /** Per request: when it arrived and when each of its tokens reached the caller. */
 interface Trace {
@@ -73,8 +118,9 @@ const runtime = {
   ...(GPU_PROVIDERS ? { executionProviders: GPU_PROVIDERS } : {}),
 };
 const pipeline = new TextGenerationPipeline(await store.load({ path: MODEL, runtime }));
-const tokenizer = pipeline.model.tokenizer;
-if (tokenizer === undefined) throw new Error(`${MODEL} has no tokenizer`);
+const loadedTokenizer = pipeline.model.tokenizer;
+if (loadedTokenizer === undefined) throw new Error(`${MODEL} has no tokenizer`);
+const tokenizer = loadedTokenizer;
 
 // Real e-mail bodies cut to a cycle of token lengths, so every mode sees the same ragged mix.
 const texts = readFileSync(CORPUS, 'utf8')
@@ -82,26 +128,50 @@ const texts = readFileSync(CORPUS, 'utf8')
   .filter((line) => line.trim() !== '')
   .map((line) => (JSON.parse(line) as { text: string }).text)
   .filter((text) => text.length > 2000);
-const prompts: string[] = [];
-for (let i = 0; i < REQUESTS; i += 1) {
-  const text = texts[(i * 37) % texts.length] as string;
-  const [encoded] = await tokenizer.encode([text], { truncation: false, addSpecialTokens: false });
-  const ids = (encoded?.ids ?? []).slice(0, LENGTHS[i % LENGTHS.length]);
-  prompts.push(await tokenizer.decode(ids, true));
+async function emailPrompts(count: number, lengths: readonly number[]): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const text = texts[(i * 37) % texts.length] as string;
+    const [encoded] = await tokenizer.encode([text], {
+      truncation: false,
+      addSpecialTokens: false,
+    });
+    out.push(
+      await tokenizer.decode((encoded?.ids ?? []).slice(0, lengths[i % lengths.length]), true),
+    );
+  }
+  return out;
 }
-const arrivals = prompts.map((_, i) => (i * ARRIVAL_MS) / REQUESTS);
+const spread = (count: number): number[] =>
+  Array.from({ length: count }, (_, i) => (i * ARRIVAL_MS) / count);
+const prompts = await emailPrompts(REQUESTS, LENGTHS);
+const arrivals = spread(REQUESTS);
 
-async function sequential(): Promise<Summary> {
-  const picked = prompts.filter((_, i) => i % Math.round(REQUESTS / SEQUENTIAL) === 0);
+/** Prompt tokens of the longest prompt, for the engine's maxKvTokens. */
+async function longest(list: readonly string[]): Promise<number> {
+  let max = 0;
+  for (const text of list)
+    max = Math.max(max, (await pipeline.promptIds({ kind: 'text', text }, undefined)).length);
+  return max;
+}
+
+/** Every request back to back, or an evenly spaced sample of BENCH_SEQUENTIAL of them. */
+async function sequential(
+  list: readonly string[] = prompts,
+  options: GenerationOptions = OPTIONS,
+  mode = 'sequential',
+): Promise<Summary> {
+  const every = Math.max(1, Math.round(list.length / Math.min(list.length, SEQUENTIAL)));
+  const picked = list.filter((_, i) => i % every === 0);
   const traces: Trace[] = [];
   const started = performance.now();
   for (const prompt of picked) {
     const trace: Trace = { arrival: performance.now(), tokens: [] };
-    for await (const event of pipeline.stream(prompt, OPTIONS))
+    for await (const event of pipeline.stream(prompt, options))
       if (event.type === 'token') trace.tokens.push(performance.now());
     traces.push(trace);
   }
-  return summarize('sequential', traces, started);
+  return summarize(mode, traces, started);
 }
 
 async function staticBatches(): Promise<Summary> {
@@ -123,7 +193,7 @@ async function staticBatches(): Promise<Summary> {
     );
     const progress = rows.map((ids) => new GenerationProgress(ids, settings));
     let state = emptyKvState(layout, rows.length);
-    let tokens: StepTokens = leftPad(rows, tokenizer?.padId ?? 0);
+    let tokens: StepTokens = leftPad(rows, tokenizer.padId ?? 0);
     // The batch waits for its longest member: every row steps until all are done.
     while (progress.some((p) => !p.done)) {
       const step = await runStep(session, layout, state, tokens);
@@ -148,20 +218,47 @@ async function staticBatches(): Promise<Summary> {
   return summarize(`static(batch ${STATIC_BATCH})`, traces, started);
 }
 
+interface EngineWork {
+  prompts: readonly string[];
+  arrivals: readonly number[];
+  /** Request i's generation options. */
+  options: (i: number) => GenerationOptions;
+  /** Prompt tokens of the longest prompt plus the most new tokens of any request. */
+  kvPerRequest: number;
+  prefixCache?: PrefixCacheOptions;
+  /** The warm-up requests' options (a responseFormat is compiled there, not on the clock). */
+  warmUp?: GenerationOptions;
+  label?: string;
+}
+
+interface EngineRun extends Summary {
+  results: GenerationResult[];
+  prefixCache: PrefixCacheStats;
+}
+
+const MIXED: EngineWork = {
+  prompts,
+  arrivals,
+  options: () => OPTIONS,
+  kvPerRequest: 256 + NEW_TOKENS,
+};
+
 async function engine(
+  work: EngineWork = MIXED,
   device = DEVICE,
   engineThreads = ENGINE_THREADS,
   intraOpThreads = Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
-): Promise<Summary> {
+): Promise<EngineRun> {
   const generative = await GenerativeEngine.start({
     model: { path: MODEL },
     device,
     threads: engineThreads,
     intraOpThreads,
+    ...(work.prefixCache ? { prefixCache: work.prefixCache } : {}),
     scheduler: {
       maxActive: 32,
       stepTokens: env('BENCH_STEP_TOKENS', 256),
-      maxKvTokens: 32 * (256 + NEW_TOKENS + 32),
+      maxKvTokens: 32 * (work.kvPerRequest + 32),
       ...(process.env['BENCH_DECODE_RUN_COST'] === undefined
         ? {}
         : { decodeRunCostTokens: env('BENCH_DECODE_RUN_COST', 0) }),
@@ -171,25 +268,32 @@ async function engine(
   await Promise.all(
     Array.from(
       { length: engineThreads },
-      () => generative.submit('warm up', { generation: { maxNewTokens: 2 } }).result,
+      () =>
+        generative.submit('warm up', { generation: { ...work.warmUp, maxNewTokens: 2 } }).result,
     ),
   );
   const started = performance.now();
+  const results: GenerationResult[] = [];
   const traces = await Promise.all(
-    prompts.map(async (prompt, i) => {
-      await sleep(arrivals[i] ?? 0);
+    work.prompts.map(async (prompt, i) => {
+      await sleep(work.arrivals[i] ?? 0);
       const trace: Trace = { arrival: performance.now(), tokens: [] };
-      for await (const event of generative.submit(prompt, { generation: OPTIONS }))
+      for await (const event of generative.submit(prompt, { generation: work.options(i) })) {
         if (event.type === 'token') trace.tokens.push(event.receivedAt);
+        else results[i] = event.result;
+      }
       return trace;
     }),
   );
   await generative.close('drain');
-  return summarize(
-    `engine(${device}, ${engineThreads} thread${engineThreads > 1 ? 's' : ''})`,
+  const { prefixCache } = generative.stats();
+  const threads = `${engineThreads} thread${engineThreads > 1 ? 's' : ''}`;
+  const summary = summarize(
+    `engine(${device}, ${threads}${work.label ? `, ${work.label}` : ''})`,
     traces,
     started,
   );
+  return { ...summary, results, prefixCache };
 }
 
 function summarize(mode: string, traces: Trace[], started: number): Summary {
@@ -220,6 +324,10 @@ function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
 
+function round2(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
 // Warm the main-thread session once so no mode pays the first run's allocations.
 await pipeline.generate('warm up', { maxNewTokens: 2 });
 console.log(
@@ -230,7 +338,15 @@ console.log(
     arrivalMs: ARRIVAL_MS,
     intraOpThreads: THREADS,
     engineThreads: ENGINE_THREADS,
-    sequentialSample: SEQUENTIAL,
+    sequentialSample: Number.isFinite(SEQUENTIAL) ? SEQUENTIAL : 'all',
+    passes: [...PASSES],
+    shared: {
+      requests: SHARED_REQUESTS,
+      prefixTokens: SHARED_PREFIX_TOKENS,
+      recordTokens: RECORD_LENGTHS,
+      newTokens: SHARED_NEW_TOKENS,
+    },
+    structured: { requests: STRUCTURED_REQUESTS, maxNewTokens: STRUCTURED_MAX_TOKENS },
   }),
 );
 /** Greedy token ids of the first prompts on the CPU path against this run's device. */
@@ -256,16 +372,14 @@ async function greedyMatches(count: number): Promise<{ identical: number; compar
   return { identical, compared };
 }
 
-const eng = await engine();
-const stat = await staticBatches();
-const seq = await sequential();
-const onCpu = GPU_PROVIDERS ? await engine('cpu', availableParallelism(), 1) : undefined;
-const greedy = GPU_PROVIDERS ? await greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)) : undefined;
-await store.close();
-console.log(
-  JSON.stringify({
-    bench: 'generate',
-    device: DEVICE,
+/** The mixed e-mails: engine, static batches, sequential (and on a GPU, the CPU engine). */
+async function mixedPass(): Promise<Record<string, unknown>> {
+  const eng = await engine();
+  const stat = await staticBatches();
+  const seq = await sequential();
+  const onCpu = GPU_PROVIDERS ? await engine(MIXED, 'cpu', availableParallelism(), 1) : undefined;
+  const greedy = GPU_PROVIDERS ? await greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)) : undefined;
+  return {
     ratios: {
       vs_sequential: round(eng.tokensPerSecond / seq.tokensPerSecond),
       vs_static: round(eng.tokensPerSecond / stat.tokensPerSecond),
@@ -280,5 +394,108 @@ console.log(
     },
     ttft_p95_ms: { engine: eng.ttftMs.p95, static: stat.ttftMs.p95, sequential: seq.ttftMs.p95 },
     itl_p95_ms: { engine: eng.itlMs.p95, static: stat.itlMs.p95, sequential: seq.itlMs.p95 },
-  }),
-);
+  };
+}
+
+/** One instruction, many records: the engine with and without its prefix cache, and sequential. */
+async function sharedPass(): Promise<Record<string, unknown>> {
+  const shared = await sharedPrefixPrompts(
+    tokenizer,
+    await emailPrompts(SHARED_REQUESTS, [400]),
+    SHARED_PREFIX_TOKENS,
+    RECORD_LENGTHS,
+  );
+  const work = {
+    prompts: shared,
+    arrivals: spread(shared.length),
+    options: () => SHARED_OPTIONS,
+    kvPerRequest: (await longest(shared)) + SHARED_NEW_TOKENS,
+  };
+  const cached = await engine({ ...work, prefixCache: {}, label: 'prefix cache' });
+  const uncached = await engine({
+    ...work,
+    prefixCache: { maxBytes: 0 },
+    label: 'no prefix cache',
+  });
+  // The single-request path without a cache: serving with neither the engine nor its cache.
+  const seq = await sequential(shared, SHARED_OPTIONS, 'sequential(shared prefix)');
+  return {
+    ratios: {
+      prefix_cache_gain: round(cached.tokensPerSecond / uncached.tokensPerSecond),
+      shared_prefix_vs_sequential: round(cached.tokensPerSecond / seq.tokensPerSecond),
+    },
+    shared_prefix: {
+      requests: shared.length,
+      prefix_tokens: SHARED_PREFIX_TOKENS,
+      tokens_per_s: {
+        engine_cached: cached.tokensPerSecond,
+        engine_uncached: uncached.tokensPerSecond,
+        sequential: seq.tokensPerSecond,
+      },
+      ttft_p95_ms: {
+        engine_cached: cached.ttftMs.p95,
+        engine_uncached: uncached.ttftMs.p95,
+        sequential: seq.ttftMs.p95,
+      },
+      prefix_cache: {
+        lookups: cached.prefixCache.lookups,
+        hits: cached.prefixCache.hits,
+        tokens_saved: cached.prefixCache.tokensSaved,
+      },
+    },
+  };
+}
+
+/**
+ * A JSON schema on every request against the same requests unconstrained, each of those forced
+ * to the token count its constrained twin produced, so that the runs differ only in the masks.
+ */
+async function structuredPass(): Promise<Record<string, unknown>> {
+  const labelled = (await emailPrompts(STRUCTURED_REQUESTS, LENGTHS)).map(
+    (text) => LABEL_INSTRUCTION + text,
+  );
+  const base = {
+    prompts: labelled,
+    arrivals: spread(labelled.length),
+    kvPerRequest: (await longest(labelled)) + STRUCTURED_MAX_TOKENS,
+  };
+  const constrained = await engine({
+    ...base,
+    options: () => STRUCTURED_OPTIONS,
+    warmUp: STRUCTURED_OPTIONS,
+    label: 'json schema',
+  });
+  const counts = constrained.results.map((r) => r.generatedTokens);
+  const free = await engine({
+    ...base,
+    options: (i) => ({ maxNewTokens: counts[i] ?? 1, minNewTokens: counts[i] ?? 1 }),
+    label: 'unconstrained, same token counts',
+  });
+  const valid = constrained.results.filter((r) => validLabelJson(r.text)).length;
+  return {
+    ratios: { structured_overhead: round2(constrained.tokensPerSecond / free.tokensPerSecond) },
+    structured_valid: round2(valid / labelled.length),
+    structured: {
+      requests: labelled.length,
+      valid,
+      tokens_per_s: {
+        json_schema: constrained.tokensPerSecond,
+        unconstrained: free.tokensPerSecond,
+      },
+    },
+  };
+}
+
+const passes: Record<string, unknown>[] = [];
+if (PASSES.has('mixed')) passes.push(await mixedPass());
+if (PASSES.has('shared')) passes.push(await sharedPass());
+if (PASSES.has('structured')) passes.push(await structuredPass());
+await store.close();
+const line: Record<string, unknown> = { bench: 'generate', device: DEVICE, model: MODEL };
+for (const pass of passes)
+  for (const [key, value] of Object.entries(pass))
+    line[key] =
+      key === 'ratios'
+        ? { ...(line['ratios'] as object | undefined), ...(value as object) }
+        : value;
+console.log(JSON.stringify(line));

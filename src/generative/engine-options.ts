@@ -1,6 +1,7 @@
 // The generative engine's own options (threads and admission), apart from the scheduler's. The
 // worker's config schema reuses this schema, so a defaults change here is the only one needed.
 import { z } from 'zod';
+import { prefixCacheSchema } from '../pipelines/generation/prefix-cache.ts';
 
 export const generativeEngineSchema = z
   .object({
@@ -18,5 +19,10 @@ export const generativeEngineSchema = z
     intraOpThreads: z.number().int().min(1).optional(),
     /** Requests queued or running beyond which submit rejects (OverloadedError). Default 256. */
     maxPending: z.number().int().min(1).default(256),
+    /**
+     * Each thread's cache of prompt-prefix keys/values, shared by prompts that start alike
+     * (docs/generative.md#shared-prefix-kv-cache). On by default; `{maxBytes: 0}` turns it off.
+     */
+    prefixCache: prefixCacheSchema.prefault({}),
   })
   .strict();

@@ -1,7 +1,9 @@
 // The engine's step loop over one ONNX session. Each step runs, in order:
 //   1. one decode run: every decoding sequence's last token against the shared, left-padded
 //      batch cache (the model's presents from the previous step become the next past);
-//   2. one prefill run per planned prompt chunk, each against that sequence's own cache.
+//   2. one prefill run per planned prompt chunk, each against that sequence's own cache; a
+//      sequence's first chunk starts from the pipeline's prefix cache when its prompt begins
+//      with cached blocks, and every chunk's whole blocks go into that cache for later prompts.
 // Decodes and prefills are separate runs because this export takes one [batch, seq] input_ids:
 // padding every decode row to a chunk's width costs several times the two runs (measured in
 // docs/generative.md). Sequences that finished leave, and sequences whose prompt is fully cached
@@ -11,6 +13,7 @@ import { CancelledError, DeadlineExceededError, InputError, serializeError } fro
 import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
 import { emptyKvState, runStep } from '../pipelines/generation/kv-cache.ts';
+import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { formGroups, type DecodeGroup } from './decode-groups.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
@@ -50,6 +53,7 @@ export class GenerationLoop {
       active: this.scheduler.activeCount,
       reservedKvTokens: this.scheduler.reservedKvTokens,
       batchKvTokens: this.groups.reduce((n, g) => n + g.state.batch * g.state.pastLength, 0),
+      prefixCache: this.pipeline.prefixCache?.stats() ?? NO_PREFIX_CACHE_STATS,
     };
   }
 
@@ -103,9 +107,13 @@ export class GenerationLoop {
     const plan = this.scheduler.plan();
     const joining: Sequence[] = [];
     if (plan.decode.length > 0) await this.decode(events, leaving);
-    for (const { seq, from, length } of plan.prefill) {
+    for (const { seq, length } of plan.prefill) {
       try {
-        const ids = seq.promptIds.slice(from, from + length);
+        // Looked up at the first chunk, not at submit: a prompt that arrived with others sharing
+        // its prefix finds the blocks that the first of them prefilled in an earlier step (or
+        // earlier in this one). A hit only shortens the planned chunk.
+        if (seq.prefilled === 0) this.resume(seq);
+        const ids = seq.promptIds.slice(seq.prefilled, seq.prefilled + length);
         const step = await runStep(
           this.pipeline.model.session,
           this.pipeline.layout,
@@ -113,7 +121,8 @@ export class GenerationLoop {
           { ids: [ids] },
         );
         seq.kv = step.state;
-        seq.prefilled += length;
+        seq.prefilled += ids.length;
+        this.pipeline.prefixCache?.store(seq.promptIds, seq.kv);
         if (seq.prefilled < seq.promptLength) continue;
         const [first] = step.logits;
         if ((await this.accept([{ seq, logits: first as Float32Array }], events)).length > 0)
@@ -126,6 +135,14 @@ export class GenerationLoop {
     }
     if (leaving.size > 0 || joining.length > 0) this.regroup(leaving, joining);
     return events;
+  }
+
+  /** Starts a sequence from the longest cached prefix of its prompt, if any. */
+  private resume(seq: Sequence): void {
+    const hit = this.pipeline.prefixCache?.lookup(seq.promptIds);
+    if (hit === undefined) return;
+    seq.kv = hit.state;
+    seq.prefilled = hit.tokens;
   }
 
   private async decode(events: SequenceEvent[], leaving: Set<Sequence>): Promise<void> {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import type { GenerationStream } from './generation-stream.ts';
 import type {
   FromWorker,
@@ -37,7 +38,13 @@ export class GenerationThread {
   private drained: (() => void) | undefined;
   private exited = false;
   private stopping = false;
-  lastStats: LoopStats = { waiting: 0, active: 0, reservedKvTokens: 0, batchKvTokens: 0 };
+  lastStats: LoopStats = {
+    waiting: 0,
+    active: 0,
+    reservedKvTokens: 0,
+    batchKvTokens: 0,
+    prefixCache: NO_PREFIX_CACHE_STATS,
+  };
 
   constructor(index: number, options: GenerationThreadOptions) {
     this.index = index;

@@ -84,7 +84,10 @@ async function run(target: GenerationLoop): Promise<void> {
 try {
   const store = new ModelStore();
   const model = await store.load(setup.model);
-  loop = new GenerationLoop(new TextGenerationPipeline(model, setup.generation), setup.limits);
+  const pipeline = new TextGenerationPipeline(model, setup.generation, {
+    prefixCache: setup.prefixCache,
+  });
+  loop = new GenerationLoop(pipeline, setup.limits);
   post({ kind: 'ready' });
   for (const message of early.splice(0)) handle(loop, message);
   await run(loop);

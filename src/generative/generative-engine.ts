@@ -12,6 +12,11 @@ import {
   type GenerationOptions,
 } from '../pipelines/generation/generation-options.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import {
+  NO_PREFIX_CACHE_STATS,
+  type PrefixCacheOptions,
+  type PrefixCacheStats,
+} from '../pipelines/generation/prefix-cache.ts';
 import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';
@@ -27,6 +32,8 @@ export interface GenerativeEngineOptions {
   threads?: number;
   intraOpThreads?: number;
   maxPending?: number;
+  /** Each thread's prompt-prefix KV cache; on by default, `{maxBytes: 0}` turns it off. */
+  prefixCache?: PrefixCacheOptions;
   logger?: Logger;
   /** The generation thread module (tests substitute one that crashes). */
   workerFile?: string;
@@ -57,13 +64,14 @@ export class GenerativeEngine {
   /** Validates the options and starts every thread with its model loaded. */
   static async start(options: GenerativeEngineOptions): Promise<GenerativeEngine> {
     const logger = options.logger ?? silentLogger;
-    const { device, threads, intraOpThreads, maxPending } = parseWithSchema(
+    const { device, threads, intraOpThreads, maxPending, prefixCache } = parseWithSchema(
       generativeEngineSchema,
       {
         device: options.device,
         threads: options.threads,
         intraOpThreads: options.intraOpThreads,
         maxPending: options.maxPending,
+        prefixCache: options.prefixCache,
       },
       'generative',
     );
@@ -86,6 +94,7 @@ export class GenerativeEngine {
       model: { ...options.model, runtime },
       generation,
       limits,
+      prefixCache,
     };
     const engine = new GenerativeEngine(maxPending);
     const spawn = (i: number): GenerationThread =>
@@ -109,7 +118,10 @@ export class GenerativeEngine {
       throw err;
     }
     engine.running = true;
-    logger.info({ device, threads, intraOpThreads: intra, limits }, 'generative engine ready');
+    logger.info(
+      { device, threads, intraOpThreads: intra, limits, prefixCache },
+      'generative engine ready',
+    );
     return engine;
   }
 
@@ -118,15 +130,21 @@ export class GenerativeEngine {
     return this.threads.reduce((n, t) => n + t.load, 0);
   }
 
-  /** Sequences active and KV tokens reserved, over every thread's last step (metrics). */
-  stats(): { active: number; reservedKvTokens: number } {
+  /**
+   * Sequences active, KV tokens reserved and the prefix caches' counts, summed over every thread's
+   * last step (metrics). A replaced thread starts its counts again from zero.
+   */
+  stats(): { active: number; reservedKvTokens: number; prefixCache: PrefixCacheStats } {
     let active = 0;
     let reservedKvTokens = 0;
+    const prefixCache = { ...NO_PREFIX_CACHE_STATS };
     for (const thread of this.threads) {
       active += thread.lastStats.active;
       reservedKvTokens += thread.lastStats.reservedKvTokens;
+      for (const key of Object.keys(prefixCache) as (keyof PrefixCacheStats)[])
+        prefixCache[key] += thread.lastStats.prefixCache[key];
     }
-    return { active, reservedKvTokens };
+    return { active, reservedKvTokens, prefixCache };
   }
 
   /** 'pause' when pending reaches 3/4 of maxPending, 'resume' when it falls to 1/4. */

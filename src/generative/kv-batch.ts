@@ -5,16 +5,14 @@
 // past length is the longest live row's, not the longest ever seen. docs/generative.md has the
 // measurement that chose this over concatenating per-sequence caches every step.
 import { Tensor } from 'onnxruntime-node';
-import { InferenceError } from '../errors.ts';
 import { emptyKvState, type KvLayout, type KvState } from '../pipelines/generation/kv-cache.ts';
+import { allocateCache, cacheBits } from '../pipelines/generation/kv-dtype.ts';
 
 /** One row of an existing state: the decode batch's row, or row 0 of a prefilled sequence. */
 export interface KvRowRef {
   state: KvState;
   row: number;
 }
-
-type CacheArray = Float32Array | Uint16Array;
 
 /** A new left-padded batch holding the given rows, in the given order. */
 export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvState {
@@ -23,9 +21,10 @@ export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvSta
   const length = spans.reduce((max, s) => Math.max(max, s), 0);
   const { kvHeads: heads, headDim: dim } = layout;
   const past = layout.pastNames.map((name, t) => {
-    const out = allocate(layout, rows.length * heads * length * dim);
+    // Padding columns are never attended to, but zeros keep them finite for every kernel.
+    const out = allocateCache(layout.dtype, rows.length * heads * length * dim);
     rows.forEach(({ state, row }, r) => {
-      const source = cacheData(state.past[t], name);
+      const source = cacheBits(state.past[t], name);
       const span = spans[r] as number;
       const skip = state.pastLength - span;
       for (let h = 0; h < heads; h += 1) {
@@ -54,18 +53,4 @@ export function realSpan(state: KvState, row: number): number {
   const mask = state.attentionMask[row] ?? [];
   const first = mask.indexOf(1);
   return first < 0 ? 0 : state.pastLength - first;
-}
-
-function cacheData(tensor: Tensor | undefined, name: string): CacheArray {
-  const data = tensor?.data;
-  if (data instanceof Float32Array || data instanceof Uint16Array) return data;
-  // Runtimes with Float16Array hand half caches back as one; their bits copy the same way.
-  if (ArrayBuffer.isView(data) && tensor?.type === 'float16')
-    return new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2);
-  throw new InferenceError(`cache tensor '${name}' is not a CPU float32/float16 tensor`);
-}
-
-function allocate(layout: KvLayout, size: number): CacheArray {
-  // Padding columns are never attended to, but zeros keep them finite for every kernel.
-  return layout.dtype === 'float32' ? new Float32Array(size) : new Uint16Array(size);
 }

@@ -4,6 +4,7 @@
 import type { SerializedError } from '../errors.ts';
 import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
 import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
+import type { PrefixCacheLimits, PrefixCacheStats } from '../pipelines/generation/prefix-cache.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import type { SchedulerLimits } from './scheduler.ts';
 
@@ -13,6 +14,7 @@ export interface GenerationWorkerSetup {
   /** Options every request starts from; a request's own options override them field by field. */
   generation: GenerationOptions;
   limits: SchedulerLimits;
+  prefixCache: PrefixCacheLimits;
 }
 
 export type ToWorker =
@@ -40,6 +42,8 @@ export interface LoopStats {
   reservedKvTokens: number;
   /** Rows x past length of the decode batch, padding included. */
   batchKvTokens: number;
+  /** The thread's prefix cache so far (zeros when it is off). */
+  prefixCache: PrefixCacheStats;
 }
 
 export type FromWorker =

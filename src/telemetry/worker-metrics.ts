@@ -23,10 +23,25 @@ export interface EngineView {
   readonly threadCrashes: number;
 }
 
+/** A generative engine's prefix caches, summed over its threads. */
+export interface PrefixCacheView {
+  lookups: number;
+  hits: number;
+  tokensSaved: number;
+  evictions: number;
+  bytes: number;
+}
+
+export interface GenerativeStats {
+  active: number;
+  reservedKvTokens: number;
+  prefixCache?: PrefixCacheView;
+}
+
 /** What a generative engine shows, read from its threads' last step. */
 export interface GenerativeView {
   readonly pending: number;
-  stats(): { active: number; reservedKvTokens: number };
+  stats(): GenerativeStats;
 }
 
 const BATCH_SIZES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
@@ -184,7 +199,7 @@ export class WorkerMetrics {
       });
     const generative = (
       result: ObservableResult<Attributes>,
-      pick: (s: { active: number; reservedKvTokens: number }) => number,
+      pick: (s: GenerativeStats) => number,
     ): void => {
       for (const [pipeline, engine] of this.generative)
         result.observe(pick(engine.stats()), { pipeline });
@@ -199,5 +214,41 @@ export class WorkerMetrics {
         description: 'KV-cache tokens reserved by active sequences (prompt + max new tokens)',
       })
       .addCallback((result) => generative(result, (s) => s.reservedKvTokens));
+    meter
+      .createObservableCounter('hugot_generation_prefix_cache_lookups', {
+        description: 'Prompts that looked up the prefix cache, by result (hit: at least one block)',
+      })
+      .addCallback((result) => {
+        for (const [pipeline, engine] of this.generative) {
+          const cache = engine.stats().prefixCache;
+          if (cache === undefined) continue;
+          result.observe(cache.hits, { pipeline, result: 'hit' });
+          result.observe(cache.lookups - cache.hits, { pipeline, result: 'miss' });
+        }
+      });
+    const prefix = (
+      result: ObservableResult<Attributes>,
+      pick: (s: PrefixCacheView) => number,
+    ): void => {
+      for (const [pipeline, engine] of this.generative) {
+        const cache = engine.stats().prefixCache;
+        if (cache !== undefined) result.observe(pick(cache), { pipeline });
+      }
+    };
+    meter
+      .createObservableCounter('hugot_generation_prefix_cache_saved_tokens', {
+        description: 'Prompt tokens taken from the prefix cache instead of prefilled',
+      })
+      .addCallback((result) => prefix(result, (s) => s.tokensSaved));
+    meter
+      .createObservableCounter('hugot_generation_prefix_cache_evictions', {
+        description: 'Prefix cache blocks dropped to stay under maxBytes',
+      })
+      .addCallback((result) => prefix(result, (s) => s.evictions));
+    meter
+      .createObservableGauge('hugot_generation_prefix_cache_bytes', {
+        description: 'Bytes of keys/values held by the prefix caches',
+      })
+      .addCallback((result) => prefix(result, (s) => s.bytes));
   }
 }

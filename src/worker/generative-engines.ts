@@ -23,7 +23,8 @@ export async function startGenerativeEngines(
       const pipeline = config.pipelines[alias];
       const model = pipeline === undefined ? undefined : models[pipeline.model];
       if (pipeline?.generative === undefined || model === undefined) continue;
-      const { device, threads, intraOpThreads, maxPending, ...scheduler } = pipeline.generative;
+      const { device, threads, intraOpThreads, maxPending, prefixCache, ...scheduler } =
+        pipeline.generative;
       const engine = await GenerativeEngine.start({
         model,
         generation: pipeline.options ?? {},
@@ -32,6 +33,7 @@ export async function startGenerativeEngines(
         threads,
         ...(intraOpThreads !== undefined ? { intraOpThreads } : {}),
         maxPending,
+        prefixCache,
         logger,
       });
       engines.set(alias, engine);

@@ -49,6 +49,7 @@ describe('generation route config', () => {
       maxKvTokens: 16_384,
       stepTokens: 256,
       decodeRunCostTokens: 1024,
+      prefixCache: { maxBytes: 128 * 1024 * 1024, blockTokens: 16, minTokens: 32 },
     });
     expect(parsed.routes[0]?.output).toEqual({
       mode: 'result',
@@ -67,6 +68,9 @@ describe('generation route config', () => {
       'pipelines.write.generative.stepTokens',
     );
     expect(fails(config('generative: { maxActiv: 8 }', '')).message).toMatch(/maxActiv/);
+    expect(fails(config('generative: { prefixCache: { maxBytes: -1 } }', '')).field).toBe(
+      'pipelines.write.generative.prefixCache.maxBytes',
+    );
     expect(fails(config('generative: {}', 'output: { stream: { everyTokens: -1 } }')).field).toBe(
       'routes.0.output.stream.everyTokens',
     );

@@ -97,7 +97,11 @@ describe('WorkerMetrics', () => {
     metrics.observeEngine(engine);
     metrics.observeGenerative('chat', {
       pending: 4,
-      stats: () => ({ active: 3, reservedKvTokens: 900 }),
+      stats: () => ({
+        active: 3,
+        reservedKvTokens: 900,
+        prefixCache: { lookups: 10, hits: 7, tokensSaved: 2100, evictions: 4, bytes: 5000 },
+      }),
     });
     const points = await collect(reader);
     expect(value(points, 'hugot_queue_depth', { pipeline: 'embed' })).toBe(7);
@@ -107,6 +111,14 @@ describe('WorkerMetrics', () => {
     expect(value(points, 'hugot_worker_thread_crashes')).toBe(2);
     expect(value(points, 'hugot_generation_active_sequences', { pipeline: 'chat' })).toBe(3);
     expect(value(points, 'hugot_generation_kv_reserved_tokens', { pipeline: 'chat' })).toBe(900);
+    const lookups = (result: string): unknown =>
+      value(points, 'hugot_generation_prefix_cache_lookups', { pipeline: 'chat', result });
+    expect([lookups('hit'), lookups('miss')]).toEqual([7, 3]);
+    expect(value(points, 'hugot_generation_prefix_cache_saved_tokens', { pipeline: 'chat' })).toBe(
+      2100,
+    );
+    expect(value(points, 'hugot_generation_prefix_cache_evictions', { pipeline: 'chat' })).toBe(4);
+    expect(value(points, 'hugot_generation_prefix_cache_bytes', { pipeline: 'chat' })).toBe(5000);
   });
 
   it('counts commit failures and rebalances, and shows a paused route as 1', async () => {

@@ -23,6 +23,27 @@ export function zerosTensor(type: KvDataType, dims: readonly number[]): Tensor {
     : new Tensor('float16', new Uint16Array(size), dims);
 }
 
+/** A cache tensor's storage: float32 values, or float16 as raw half bits. */
+export type CacheArray = Float32Array | Uint16Array;
+
+/**
+ * A CPU cache tensor's elements as they are stored, for copying columns between caches without
+ * converting them. Runtimes with Float16Array hand half caches back as one; their bits copy the
+ * same way.
+ */
+export function cacheBits(tensor: Tensor | undefined, name: string): CacheArray {
+  const data = tensor?.data;
+  if (data instanceof Float32Array || data instanceof Uint16Array) return data;
+  if (ArrayBuffer.isView(data) && tensor?.type === 'float16')
+    return new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2);
+  throw new InferenceError(`cache tensor '${name}' is not a CPU float32/float16 tensor`);
+}
+
+/** Zeroed storage for `size` cache elements of the given type. */
+export function allocateCache(type: KvDataType, size: number): CacheArray {
+  return type === 'float32' ? new Float32Array(size) : new Uint16Array(size);
+}
+
 /** A float tensor's values as float32, whichever float type the model produced. */
 export function floatData(tensor: Tensor, name: string): Float32Array {
   if (tensor.type === 'float32') return tensor.data as Float32Array;

@@ -1,7 +1,8 @@
 // Causal language model generation for one request at a time, with the KV cache: the prompt is
 // prefilled against an empty cache, then one token per step feeds the last step's presents back as
 // the past. Greedy decoding gives Python generate()'s tokens; sampling is reproducible by seed.
-// This is the reference path that batched engines are checked against.
+// This is the reference path that batched engines are checked against. With a prefix cache
+// (opt-in here, prefix-cache.ts) the prefill starts from the longest cached prefix of the prompt.
 import { ConfigError, InputError } from '../../errors.ts';
 import { ChatTemplate, type ChatMessage } from './chat-template.ts';
 import {
@@ -17,6 +18,7 @@ import {
 import { emptyKvState, kvLayoutOf, runStep, type KvLayout, type StepTokens } from './kv-cache.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
+import { compilePrefixCacheOptions, PrefixCache, type PrefixCacheOptions } from './prefix-cache.ts';
 import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
 import { FormatCompiler } from './structured/format-constraint.ts';
@@ -43,6 +45,11 @@ export type GenerationEvent =
     }
   | { type: 'done'; result: GenerationResult };
 
+export interface TextGenerationSetup {
+  /** Keep the KV of prompt prefixes for later prompts that start alike. Default: off. */
+  prefixCache?: PrefixCacheOptions;
+}
+
 export type Prompt =
   { kind: 'text'; text: string } | { kind: 'chat'; messages: ChatMessage[]; tools?: ToolSpec[] };
 
@@ -54,13 +61,27 @@ export class TextGenerationPipeline extends BasePipeline<
   typeof generationOptionsSchema
 > {
   readonly layout: KvLayout;
+  /** Present when the setup asked for one with maxBytes > 0. */
+  readonly prefixCache: PrefixCache | undefined;
   private readonly chatTemplate: ChatTemplate | undefined;
   private readonly formats: FormatCompiler;
   private defaults: Promise<GenerationDefaults> | undefined;
 
-  constructor(model: LoadedModel, options: GenerationOptions = {}) {
+  constructor(
+    model: LoadedModel,
+    options: GenerationOptions = {},
+    setup: TextGenerationSetup = {},
+  ) {
     super(TASK, model, generationOptionsSchema, options);
     this.layout = kvLayoutOf(model);
+    const prefix =
+      setup.prefixCache === undefined
+        ? undefined
+        : compilePrefixCacheOptions(setup.prefixCache, 'prefixCache');
+    this.prefixCache =
+      prefix !== undefined && prefix.maxBytes > 0
+        ? new PrefixCache(this.layout, prefix)
+        : undefined;
     this.chatTemplate = ChatTemplate.fromTokenizer(this.tokenizer);
     this.formats = new FormatCompiler(this.tokenizer.json, this.tokenizer.folder);
     // The pipeline's own format is compiled now, so a pattern too large fails at start-up.
@@ -99,11 +120,15 @@ export class TextGenerationPipeline extends BasePipeline<
       toolCalls: prompt.kind === 'chat' && prompt.tools !== undefined,
     });
     const decode = (ids: readonly number[]): Promise<string> => this.decode(ids);
-    let state = emptyKvState(this.layout, 1);
-    let tokens: StepTokens = { ids: [promptIds] };
+    const hit = this.prefixCache?.lookup(promptIds);
+    let state = hit?.state ?? emptyKvState(this.layout, 1);
+    let tokens: StepTokens = { ids: [promptIds.slice(hit?.tokens ?? 0)] };
+    let prefilled = false;
     while (!progress.done) {
       const step = await runStep(this.model.session, this.layout, state, tokens);
       state = step.state;
+      if (!prefilled) this.prefixCache?.store(promptIds, state);
+      prefilled = true;
       const { tokenId, text } = await progress.accept(
         progress.choose(step.logits[0] as Float32Array),
         decode,

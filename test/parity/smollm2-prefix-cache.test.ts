@@ -1,0 +1,113 @@
+// The shared-prefix KV cache on a real LM, SmolLM2-135M-Instruct: Python's greedy goldens again
+// with every prompt starting from cached blocks (the chats share the template's system turn, and
+// each prompt runs twice), and an enrichment-style instruction with different records, cached
+// against uncached, on the single-request path and interleaved in the engine's step loop. Skipped,
+// and reported as skipped, without `npm run models:fetch`, as the SmolLM2 parity test is.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { GenerationLoop } from '../../src/generative/generation-loop.ts';
+import { compileSchedulerOptions } from '../../src/generative/scheduler.ts';
+import type { GenerationResult } from '../../src/pipelines/generation/generation-progress.ts';
+import { ModelStore, type LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
+import {
+  TextGenerationPipeline,
+  type ChatMessage,
+} from '../../src/pipelines/generation/text-generation.ts';
+import { forPipeline, RERUN } from './parity-case.ts';
+
+const FOLDER = join(import.meta.dirname, '..', '..', '.cache', 'models', 'smollm2-135m-instruct');
+const fetched = existsSync(join(FOLDER, 'goldens.json'));
+
+interface SmolGolden {
+  name: string;
+  call: { prompt: string | ChatMessage[]; options: { max_new_tokens: number } };
+  new_ids: number[];
+}
+
+const INSTRUCTION =
+  'You triage e-mails for a support team. For the e-mail in the user turn, answer in one line: ' +
+  'first the category (billing, bug report, account, sales, spam or other), then the urgency ' +
+  '(low, normal or high), then at most ten words saying what the sender wants. Do not greet, do ' +
+  'not apologise, do not repeat the e-mail, and never invent facts that are not in it. If the ' +
+  'e-mail is empty or unreadable, answer "other, low, unreadable".';
+const RECORDS = [
+  'Hi, I was charged twice for my March invoice. Please refund one of the payments.',
+  'The export button crashes the app every time since the last update. We need this fixed today, our audit is tomorrow!',
+  'Can I change the e-mail address on my account?',
+  'WIN A FREE CRUISE!!! Click here now to claim your prize before midnight.',
+];
+const ENRICH = { systemPrompt: INSTRUCTION, maxNewTokens: 16 };
+
+describe('smollm2-135m-instruct prefix cache (fetched)', forPipeline('textGeneration'), () => {
+  const store = new ModelStore();
+  afterAll(() => store.close());
+  let model: Promise<LoadedModel> | undefined;
+  const load = (): Promise<LoadedModel> => (model ??= store.load({ path: FOLDER }));
+
+  it.skipIf(!fetched)(
+    'Python’s greedy goldens, every prompt twice, starting from cached blocks (needs npm run models:fetch)',
+    RERUN,
+    async () => {
+      const goldens = (
+        JSON.parse(readFileSync(join(FOLDER, 'goldens.json'), 'utf8')) as {
+          generation: SmolGolden[];
+        }
+      ).generation;
+      // The defaults (16-token blocks, prompts of 32 tokens or more).
+      const gen = new TextGenerationPipeline(await load(), {}, { prefixCache: {} });
+      for (const golden of [...goldens, ...goldens]) {
+        const result = await gen.generate(golden.call.prompt, {
+          maxNewTokens: golden.call.options.max_new_tokens,
+        });
+        expect(result.tokenIds, golden.name).toEqual(golden.new_ids);
+      }
+      const stats = gen.prefixCache?.stats();
+      const long = goldens.filter((g) => typeof g.call.prompt !== 'string').length;
+      // Every chat's second run hits, and the first runs of chats after the first one share the
+      // template's system turn.
+      expect(stats?.hits).toBeGreaterThanOrEqual(long + 1);
+    },
+  );
+
+  it.skipIf(!fetched)(
+    'one instruction, different records: cached output equals uncached, alone and interleaved',
+    async () => {
+      const loaded = await load();
+      const plain = new TextGenerationPipeline(loaded);
+      const gen = new TextGenerationPipeline(loaded, {}, { prefixCache: {} });
+      const chat = (record: string): ChatMessage[] => [{ role: 'user', content: record }];
+      const expected: number[][] = [];
+      for (const record of RECORDS)
+        expected.push((await plain.generate(chat(record), ENRICH)).tokenIds);
+      for (const [i, record] of RECORDS.entries())
+        expect((await gen.generate(chat(record), ENRICH)).tokenIds, record).toEqual(expected[i]);
+      const instruction = (await gen.promptIds({ kind: 'chat', messages: chat('x') }, INSTRUCTION))
+        .length;
+      const stats = gen.prefixCache?.stats();
+      expect(stats?.hits).toBe(RECORDS.length - 1);
+      expect(stats?.tokensSaved).toBeGreaterThanOrEqual(
+        (RECORDS.length - 1) * (Math.floor(instruction / 16) - 1) * 16,
+      );
+
+      // The step loop, prompts prefilling in 48-token chunks while others decode.
+      const looped = new TextGenerationPipeline(loaded, {}, { prefixCache: {} });
+      const loop = new GenerationLoop(
+        looped,
+        compileSchedulerOptions({ maxActive: 4, stepTokens: 48, maxKvTokens: 2000 }),
+      );
+      const results = new Map<number, GenerationResult>();
+      for (const [id, record] of RECORDS.entries())
+        await loop.submit({ id, input: chat(record), options: ENRICH });
+      for (let step = 0; !loop.idle; step += 1) {
+        for (const event of await loop.step()) {
+          if (event.kind === 'done') results.set(event.id, event.result);
+          if (event.kind === 'failed') throw new Error(event.error.message);
+        }
+        if (step > 1000) throw new Error('the loop did not finish');
+      }
+      RECORDS.forEach((record, i) => expect(results.get(i)?.tokenIds, record).toEqual(expected[i]));
+      expect(looped.prefixCache?.stats().hits).toBe(RECORDS.length - 1);
+    },
+  );
+});

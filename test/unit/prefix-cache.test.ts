@@ -1,0 +1,364 @@
+// The shared-prefix KV cache. Its bookkeeping on hand-made caches whose every value says which
+// head and position it came from (blocks, the token left to run, LRU eviction under maxBytes),
+// then on the tiny Llama: greedy output with the cache must be token-identical to output without
+// it, on the single-request path and interleaved in the engine's step loop.
+import { join } from 'node:path';
+import { Tensor } from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.ts';
+import { GenerationLoop, type SubmitRequest } from '../../src/generative/generation-loop.ts';
+import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
+import { compileSchedulerOptions, type SchedulerOptions } from '../../src/generative/scheduler.ts';
+import type { GenerationResult } from '../../src/pipelines/generation/generation-progress.ts';
+import {
+  emptyKvState,
+  runStep,
+  type KvLayout,
+  type KvState,
+} from '../../src/pipelines/generation/kv-cache.ts';
+import {
+  compilePrefixCacheOptions,
+  PrefixCache,
+  type PrefixCacheOptions,
+} from '../../src/pipelines/generation/prefix-cache.ts';
+import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
+import { ModelStore, type LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
+
+const HEADS = 2;
+const DIM = 3;
+const layout = (dtype: 'float32' | 'float16' = 'float32'): KvLayout => ({
+  pastNames: ['past_key_values.0.key', 'past_key_values.0.value'],
+  presentNames: ['present.0.key', 'present.0.value'],
+  kvHeads: HEADS,
+  headDim: DIM,
+  dtype,
+  logitsName: 'logits',
+  hasPositionIds: true,
+  hasUseCacheBranch: false,
+});
+
+/** A value that names its tensor, head, position (its token id) and dimension. */
+const code = (t: number, h: number, token: number, d: number): number =>
+  t * 100_000 + h * 10_000 + token * 10 + d;
+
+/** A batch-of-one cache of the given tokens, each value coded by `code`. */
+function fakeState(tokens: readonly number[], dtype: 'float32' | 'float16' = 'float32'): KvState {
+  const n = tokens.length;
+  const past = [0, 1].map((t) => {
+    const values = Array.from({ length: HEADS * n * DIM }, (_, i) => {
+      const h = Math.floor(i / (n * DIM));
+      const p = Math.floor(i / DIM) % n;
+      return dtype === 'float32' ? code(t, h, tokens[p] as number, i % DIM) : (t * 8 + h) * 997 + p;
+    });
+    return dtype === 'float32'
+      ? new Tensor('float32', Float32Array.from(values), [1, HEADS, n, DIM])
+      : new Tensor('float16', Uint16Array.from(values), [1, HEADS, n, DIM]);
+  });
+  return {
+    batch: 1,
+    past,
+    pastLength: n,
+    attentionMask: [tokens.map(() => 1)],
+    realTokens: [n],
+  };
+}
+
+const range = (from: number, to: number): number[] =>
+  Array.from({ length: to - from }, (_, i) => from + i);
+
+const cacheOf = (options: PrefixCacheOptions = {}, dtype?: 'float32' | 'float16'): PrefixCache =>
+  new PrefixCache(
+    layout(dtype),
+    compilePrefixCacheOptions({ blockTokens: 4, minTokens: 4, ...options }),
+  );
+
+describe('PrefixCache bookkeeping', () => {
+  it('gives back the cached columns of the longest shared prefix, in whole blocks', () => {
+    const cache = cacheOf();
+    const first = [...range(100, 110), 1, 2, 3];
+    cache.store(first, fakeState(first));
+    // Shares 10 tokens with `first`: two whole blocks (8 tokens) come back.
+    const second = [...range(100, 110), 7, 8, 9, 10, 11];
+    const hit = cache.lookup(second);
+    expect(hit?.tokens).toBe(8);
+    expect(hit?.state.pastLength).toBe(8);
+    expect(hit?.state.attentionMask).toEqual([Array.from({ length: 8 }, () => 1)]);
+    expect(hit?.state.realTokens).toEqual([8]);
+    hit?.state.past.forEach((tensor, t) => {
+      expect(tensor.dims).toEqual([1, HEADS, 8, DIM]);
+      const expected = range(0, HEADS).flatMap((h) =>
+        range(0, 8).flatMap((p) => range(0, DIM).map((d) => code(t, h, second[p] as number, d))),
+      );
+      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+    });
+    expect(cache.stats()).toMatchObject({ lookups: 1, hits: 1, tokensSaved: 8, blocks: 3 });
+  });
+
+  it('leaves at least the last token of a prompt to run, even when all of it is cached', () => {
+    const cache = cacheOf();
+    const prompt = range(1, 13); // three whole blocks
+    cache.store(prompt, fakeState(prompt));
+    expect(cache.lookup(prompt)?.tokens).toBe(8);
+    expect(cache.lookup(range(1, 14))?.tokens).toBe(12);
+    // Shorter than what is cached: only its own whole blocks, minus the token to run.
+    expect(cache.lookup(range(1, 7))?.tokens).toBe(4);
+    expect(cache.lookup(range(1, 5))).toBeUndefined();
+  });
+
+  it('misses on another prefix and skips prompts under minTokens entirely', () => {
+    const cache = cacheOf({ minTokens: 6 });
+    const prompt = range(1, 13);
+    cache.store(prompt, fakeState(prompt));
+    expect(cache.lookup([0, ...range(2, 13)])).toBeUndefined();
+    expect(cache.lookup(range(1, 6))).toBeUndefined();
+    cache.store(range(50, 55), fakeState(range(50, 55)));
+    expect(cache.stats()).toMatchObject({ lookups: 1, hits: 0, blocks: 3 });
+  });
+
+  it('stores only batches of one without padding', () => {
+    const cache = cacheOf();
+    const padded = { ...fakeState(range(1, 9)), realTokens: [7] };
+    cache.store(range(1, 9), padded);
+    expect(cache.stats().blocks).toBe(0);
+  });
+
+  it('copies float16 caches bit for bit', () => {
+    const cache = cacheOf({}, 'float16');
+    const prompt = range(1, 10);
+    const state = fakeState(prompt, 'float16');
+    cache.store(prompt, state);
+    const hit = cache.lookup(prompt);
+    expect(hit?.tokens).toBe(8);
+    hit?.state.past.forEach((tensor, t) => {
+      expect(tensor.type).toBe('float16');
+      const source = state.past[t]?.data as Uint16Array;
+      const expected = range(0, HEADS).flatMap((h) =>
+        Array.from(source.subarray(h * 9 * DIM, (h * 9 + 8) * DIM)),
+      );
+      expect(Array.from(tensor.data as Uint16Array)).toEqual(expected);
+    });
+  });
+
+  it('stays under maxBytes, evicting the least recently used records before a shared template', () => {
+    // One block: 2 tensors x 2 heads x 4 tokens x 3 dims x 4 bytes = 192 bytes; room for 5.
+    const cache = cacheOf({ maxBytes: 5 * 192 });
+    const template = range(1, 9); // two blocks
+    const record = (r: number): number[] => [...template, ...range(1000 * r, 1000 * r + 4), 0];
+    for (let r = 1; r <= 6; r += 1) {
+      const prompt = record(r);
+      // Every request uses the template, as an enrichment route's do.
+      if (r > 1) expect(cache.lookup(prompt)?.tokens).toBe(8);
+      cache.store(prompt, fakeState(prompt));
+      expect(cache.stats().bytes).toBeLessThanOrEqual(5 * 192);
+    }
+    // The template and the three latest records survive; the oldest records went first.
+    expect(cache.lookup(record(6))?.tokens).toBe(12);
+    expect(cache.lookup(record(4))?.tokens).toBe(12);
+    expect(cache.lookup(record(1))?.tokens).toBe(8);
+    expect(cache.lookup(record(2))?.tokens).toBe(8);
+    expect(cache.stats()).toMatchObject({ blocks: 5, bytes: 5 * 192, evictions: 3 });
+  });
+
+  it('never stores a block it could not keep reachable, and maxBytes 0 stores nothing', () => {
+    // Room for two blocks: a three-block prompt keeps its first two.
+    const small = cacheOf({ maxBytes: 2 * 192 });
+    small.store(range(1, 13), fakeState(range(1, 13)));
+    expect(small.stats().blocks).toBe(2);
+    expect(small.lookup(range(1, 14))?.tokens).toBe(8);
+    const off = cacheOf({ maxBytes: 0 });
+    off.store(range(1, 13), fakeState(range(1, 13)));
+    expect(off.lookup(range(1, 13))).toBeUndefined();
+    expect(off.stats()).toMatchObject({ lookups: 0, blocks: 0 });
+  });
+
+  it('validates its options once, naming the field', () => {
+    expect(() => compilePrefixCacheOptions({ blockTokens: 0 }, 'generative.prefixCache')).toThrow(
+      ConfigError,
+    );
+    expect(() => compilePrefixCacheOptions({ maxByte: 1 })).toThrow(/maxByte/);
+    expect(compilePrefixCacheOptions(undefined)).toEqual({
+      maxBytes: 128 * 1024 * 1024,
+      blockTokens: 16,
+      minTokens: 32,
+    });
+  });
+});
+
+const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'llama-causal-lm');
+const TEMPLATE =
+  'You label support e-mails. Read the message below and answer with one word: billing, bug, ' +
+  'account or other. Message:';
+const RECORDS = [
+  ' My invoice is wrong again.',
+  ' The app crashes when I log in',
+  ' Please close my account, I am moving abroad next month and will not need it.',
+  ' Refund?',
+  ' Hello',
+];
+// minNewTokens: the weights are random, so EOS could otherwise end a comparison after a token.
+const GREEDY = { maxNewTokens: 20, minNewTokens: 20 };
+const SMALL: PrefixCacheOptions = { blockTokens: 4, minTokens: 8 };
+
+describe('prefix cache on the tiny Llama: token-identical greedy output', () => {
+  const store = new ModelStore();
+  let model: LoadedModel;
+  let plain: TextGenerationPipeline;
+  const expected = new Map<string, number[]>();
+  const without = async (prompt: string): Promise<number[]> => {
+    const known = expected.get(prompt);
+    if (known !== undefined) return known;
+    const ids = (await plain.generate(prompt, GREEDY)).tokenIds;
+    expected.set(prompt, ids);
+    return ids;
+  };
+  const cached = (options: PrefixCacheOptions = SMALL): TextGenerationPipeline =>
+    new TextGenerationPipeline(model, {}, { prefixCache: options });
+
+  beforeAll(async () => {
+    model = await store.load({ path: MODEL });
+    plain = new TextGenerationPipeline(model);
+  });
+  afterAll(() => store.close());
+
+  it('holds the keys and values that prefilling the prefix itself gives', async () => {
+    const gen = cached();
+    const prompt = await gen.promptIds({ kind: 'text', text: TEMPLATE + RECORDS[0] }, undefined);
+    await gen.generate(TEMPLATE + RECORDS[0], { maxNewTokens: 1 });
+    const hit = gen.prefixCache?.lookup(prompt);
+    expect(hit?.tokens).toBe(Math.floor((prompt.length - 1) / 4) * 4);
+    const direct = await runStep(model.session, gen.layout, emptyKvState(gen.layout, 1), {
+      ids: [prompt.slice(0, hit?.tokens)],
+    });
+    hit?.state.past.forEach((tensor, t) => {
+      const want = direct.state.past[t]?.data as Float32Array;
+      const got = tensor.data as Float32Array;
+      expect(got.length).toBe(want.length);
+      expect(Math.max(...got.map((v, i) => Math.abs(v - (want[i] as number))))).toBeLessThan(1e-5);
+    });
+  });
+
+  it('same instruction, different records', async () => {
+    const gen = cached();
+    for (const record of RECORDS)
+      expect((await gen.generate(TEMPLATE + record, GREEDY)).tokenIds, record).toEqual(
+        await without(TEMPLATE + record),
+      );
+    const template = (await gen.promptIds({ kind: 'text', text: TEMPLATE }, undefined)).length;
+    const stats = gen.prefixCache?.stats();
+    expect(stats).toMatchObject({ lookups: RECORDS.length, hits: RECORDS.length - 1 });
+    // Every later record reused the template's whole blocks at least.
+    expect(stats?.tokensSaved).toBeGreaterThanOrEqual(
+      (RECORDS.length - 1) * Math.floor(template / 4) * 4,
+    );
+  });
+
+  it('a prompt equal to a cached prefix, and one shorter than it', async () => {
+    const gen = cached();
+    await gen.generate(TEMPLATE + RECORDS[2], GREEDY);
+    const short = 'You label support e-mails. Read the message';
+    const shortIds = await gen.promptIds({ kind: 'text', text: short }, undefined);
+    const templateIds = await gen.promptIds({ kind: 'text', text: TEMPLATE }, undefined);
+    // The premise: both prompts' ids begin the cached prompt's.
+    const long = await gen.promptIds({ kind: 'text', text: TEMPLATE + RECORDS[2] }, undefined);
+    expect(long.slice(0, shortIds.length)).toEqual(shortIds);
+    expect(long.slice(0, templateIds.length)).toEqual(templateIds);
+    for (const prompt of [TEMPLATE, short, TEMPLATE]) {
+      const before = gen.prefixCache?.stats().hits ?? 0;
+      expect((await gen.generate(prompt, GREEDY)).tokenIds, prompt).toEqual(await without(prompt));
+      expect(gen.prefixCache?.stats().hits).toBe(before + 1);
+    }
+  });
+
+  it('evicts under a tiny maxBytes and still gives the same tokens', async () => {
+    // 2 layers x key/value x 2 KV heads x 4 tokens x 16 dims x 4 bytes = 2 KiB a block: room for
+    // 6 blocks, less than one prompt.
+    const gen = cached({ ...SMALL, maxBytes: 6 * 2048 });
+    const prompts = [
+      ...RECORDS.map((r) => TEMPLATE + r),
+      ...RECORDS.map((r) => `Translate to French.${r}`),
+      TEMPLATE + RECORDS[0],
+    ];
+    for (const prompt of prompts)
+      expect((await gen.generate(prompt, GREEDY)).tokenIds, prompt).toEqual(await without(prompt));
+    const stats = gen.prefixCache?.stats();
+    expect(stats?.bytes).toBeLessThanOrEqual(6 * 2048);
+    expect(stats?.evictions).toBeGreaterThan(0);
+    expect(stats?.hits).toBeGreaterThan(2);
+  });
+
+  /** Drives the step loop; `arrivals[s]` are submitted just before step s. */
+  async function drive(
+    pipeline: TextGenerationPipeline,
+    limits: SchedulerOptions,
+    arrivals: Record<number, SubmitRequest[]>,
+  ): Promise<Map<number, GenerationResult>> {
+    const loop = new GenerationLoop(pipeline, compileSchedulerOptions(limits));
+    const last = Math.max(...Object.keys(arrivals).map(Number));
+    const results = new Map<number, GenerationResult>();
+    for (let step = 0; step <= last || !loop.idle; step += 1) {
+      for (const request of arrivals[step] ?? []) await loop.submit(request);
+      for (const event of await loop.step()) {
+        if (event.kind === 'done') results.set(event.id, event.result);
+        if (event.kind === 'failed') throw new Error(event.error.message);
+      }
+      if (step > 1000) throw new Error('the loop did not finish');
+    }
+    return results;
+  }
+
+  for (const decodeRunCostTokens of [1e9, 0])
+    it(`interleaved in the engine's step loop (decodeRunCostTokens ${decodeRunCostTokens})`, async () => {
+      const request = (id: number, input: string, maxNewTokens = 20): SubmitRequest => ({
+        id,
+        input,
+        options: { maxNewTokens, minNewTokens: maxNewTokens },
+      });
+      // Prompts prefill in 12-token chunks while others decode; later ones start from the blocks
+      // the first one stored chunk by chunk, some before its prefill has ended.
+      const arrivals: Record<number, SubmitRequest[]> = {
+        0: [request(0, TEMPLATE + RECORDS[0]), request(100, 'Hi there', 6)],
+        1: [request(1, TEMPLATE + RECORDS[1])],
+        2: [request(2, TEMPLATE + RECORDS[2])],
+        5: [request(3, TEMPLATE), request(4, TEMPLATE + RECORDS[3])],
+        9: [request(5, TEMPLATE + RECORDS[4], 9)],
+      };
+      const limits = { maxActive: 4, stepTokens: 12, maxKvTokens: 400, decodeRunCostTokens };
+      const gen = cached();
+      const [withCache, plainRun] = [
+        await drive(gen, limits, arrivals),
+        await drive(plain, limits, arrivals),
+      ];
+      expect(withCache.size).toBe(7);
+      for (const [id, result] of plainRun)
+        expect(withCache.get(id)?.tokenIds, `request ${id}`).toEqual(result.tokenIds);
+      // And both equal the single-request path, so the comparison is not of two wrong runs.
+      expect(plainRun.get(1)?.tokenIds).toEqual(await without(TEMPLATE + RECORDS[1]));
+      const stats = gen.prefixCache?.stats();
+      expect(stats?.hits).toBeGreaterThanOrEqual(4);
+      expect(stats?.tokensSaved).toBeGreaterThan(4 * 32);
+    });
+
+  it('through the engine’s generation thread, with its counters in stats()', async () => {
+    const engine = await GenerativeEngine.start({
+      model: { path: MODEL },
+      scheduler: { maxActive: 3, stepTokens: 16, maxKvTokens: 400 },
+      intraOpThreads: 1,
+      prefixCache: SMALL,
+    });
+    try {
+      const prompts = RECORDS.map((r) => TEMPLATE + r);
+      const results = await Promise.all(
+        prompts.map((p) => engine.submit(p, { generation: GREEDY }).result),
+      );
+      for (const [i, result] of results.entries())
+        expect(result.tokenIds, prompts[i]).toEqual(await without(prompts[i] as string));
+      const { prefixCache } = engine.stats();
+      expect(prefixCache.lookups).toBe(RECORDS.length);
+      expect(prefixCache.hits).toBeGreaterThanOrEqual(RECORDS.length - 1);
+      expect(prefixCache.tokensSaved).toBeGreaterThanOrEqual((RECORDS.length - 1) * 40);
+      expect(prefixCache.bytes).toBe(prefixCache.blocks * 2048);
+    } finally {
+      await engine.close('drain');
+    }
+  });
+});
