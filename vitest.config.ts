@@ -11,7 +11,7 @@ const HANG_GUARD_MS = 30 * 60_000;
 // two workers, DLQ, SIGTERM drain, aborted inputs, generation routes. The other Kafka files
 // (compression, broker restart, poison pills, large outputs, secured services) run once, to keep
 // CI within its time.
-const OTHER_KAFKA_CLIENT = 'platformatic';
+const OTHER_KAFKA_CLIENT = 'kafkajs';
 const KAFKA_MATRIX = [
   'test/integration/kafka-delivery.test.ts',
   'test/integration/kafka-dlq.test.ts',

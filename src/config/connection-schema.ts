@@ -53,7 +53,7 @@ export const kafkaClients = ['platformatic', 'kafkajs'] as const;
 export const kafkaConnectionSchema = z
   .object({
     brokers: z.array(name).min(1),
-    client: z.enum(kafkaClients).default('kafkajs'),
+    client: z.enum(kafkaClients).default('platformatic'),
     clientId: z.string().default('hugot-stream'),
     /** Present (even `{}`): connect with TLS. */
     tls: tlsSchema.optional(),

@@ -88,10 +88,10 @@ describe('config', () => {
     expect(fails('models: [')).toMatch(/not valid YAML/);
   });
 
-  it('connections.kafka.client: platformatic or kafkajs, kafkajs by default', () => {
+  it('connections.kafka.client: platformatic or kafkajs, platformatic by default', () => {
     const kafka = (client?: string): string =>
       `${valid}connections: { kafka: { brokers: [b:9092]${client === undefined ? '' : `, client: ${client}`} } }\n`;
-    expect(parseConfigText(kafka()).connections.kafka?.client).toBe('kafkajs');
+    expect(parseConfigText(kafka()).connections.kafka?.client).toBe('platformatic');
     expect(parseConfigText(kafka('platformatic')).connections.kafka?.client).toBe('platformatic');
     expect(fails(kafka('rdkafka'))).toMatch(
       /connections\.kafka\.client: 'rdkafka' is not allowed; expected one of platformatic, kafkajs/,
