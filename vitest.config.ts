@@ -8,9 +8,9 @@ const HANG_GUARD_MS = 30 * 60_000;
 
 // The Kafka files that prove delivery run a second time with the other Kafka client (the first run
 // uses connections.kafka.client's default): delivery at-least-once / exactly-once with kill -9 and
-// two workers, DLQ, SIGTERM drain, aborted inputs, generation routes. The other Kafka files
-// (compression, broker restart, poison pills, large outputs, secured services) run once, to keep
-// CI within its time.
+// two workers, DLQ, SIGTERM drain, aborted inputs, generation routes, compression. The other Kafka
+// files (broker restart, poison pills, large outputs, secured services) run once, to keep CI
+// within its time.
 const OTHER_KAFKA_CLIENT = 'kafkajs';
 const KAFKA_MATRIX = [
   'test/integration/kafka-delivery.test.ts',
@@ -19,6 +19,7 @@ const KAFKA_MATRIX = [
   'test/integration/kafka-exactly-once-aborted-inputs.test.ts',
   'test/integration/kafka-generation.test.ts',
   'test/integration/kafka-source-sink.test.ts',
+  'test/integration/kafka-compression.test.ts',
 ];
 
 export default defineConfig({

@@ -10,7 +10,7 @@
 // - InitProducerId must be sent with producer id and epoch -1 (see transactionalProducer);
 // - beginTransaction() registers the transactional id (fencing an older holder) the first time;
 //   cancel() ends the empty transaction locally, without a request;
-// - produced headers are a Map: of a repeated header name only the last value is written.
+// - produced headers are a Map written entry by entry: a repeated name takes one Buffer key per value.
 import { Producer, type Message, type MessageToProduce } from '@platformatic/kafka';
 
 type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
@@ -160,11 +160,13 @@ function toPlatformatic(topic: string, message: ProducedMessage): MessageToProdu
   };
 }
 
+// The client writes a Map's entries as they are, and a Map keys Buffers by identity: a fresh name
+// Buffer per value keeps every value of a repeated header name.
 function headerMap(headers: Headers): Map<Buffer, Buffer> {
   const map = new Map<Buffer, Buffer>();
   for (const [name, value] of Object.entries(headers)) {
-    const last = Array.isArray(value) ? value.at(-1) : value;
-    if (last !== undefined) map.set(Buffer.from(name), Buffer.from(last));
+    for (const one of Array.isArray(value) ? value : [value])
+      map.set(Buffer.from(name), Buffer.from(one));
   }
   return map;
 }

@@ -2,10 +2,15 @@
 // with keys and headers, reading a whole topic back (read_committed or not), committed offsets,
 // and a worker config for a Kafka -> Kafka route.
 // Before kafkajs: read_committed reads must not see aborted records (kafkajs-read-committed.ts).
+import { registerCompressionCodecs } from '../../../src/connectors/kafka/compression-codecs.ts';
 import { readCommittedFilterActive } from '../../../src/connectors/kafka/kafkajs-read-committed.ts';
 import { Kafka, logLevel, type Admin, type IHeaders, type KafkaConfig } from 'kafkajs';
 import { DEFAULT_STALL_MS, waitForProgress } from '../../helpers/progress.ts';
 import { CLS_MODEL } from '../../helpers/redis-routes.ts';
+
+// The tests' own kafkajs producers and readers write and read every codec, whichever client the
+// worker under test uses (only the kafkajs driver registers them for the worker).
+registerCompressionCodecs();
 
 export interface ReadRecord {
   partition: number;
