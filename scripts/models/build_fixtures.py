@@ -48,6 +48,18 @@ def main() -> None:
         result = vision.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("segformer-semantic-segmentation"):
+        from kit import segmentation
+
+        result = segmentation.build_semantic()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("segformer-background-removal"):
+        from kit import segmentation
+
+        result = segmentation.build_background()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

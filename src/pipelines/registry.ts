@@ -6,6 +6,7 @@ import { crossEncoderTask } from './text/cross-encoder.ts';
 import { featureExtractionTask } from './text/feature-extraction.ts';
 import { fillMaskTask } from './text/fill-mask.ts';
 import { imageClassificationTask } from './vision/image-classification.ts';
+import { imageSegmentationTask } from './vision/image-segmentation.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
@@ -27,6 +28,7 @@ const TASKS = [
   fillMaskTask,
   textGenerationTask,
   imageClassificationTask,
+  imageSegmentationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -226,8 +226,12 @@ export class RecordProcessor {
   }
 }
 
-/** Typed arrays (embeddings) become JSON arrays. */
+/** Typed arrays (embeddings) become JSON arrays; bytes (encoded images) become base64. */
 function toPlain(value: unknown): unknown {
+  // Bytes a pipeline returns are encoded images (PNG masks, cut-outs): base64 in JSON, as a
+  // record's image input is, rather than an array of numbers four times the size.
+  if (value instanceof Uint8Array)
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
   if (ArrayBuffer.isView(value) && !(value instanceof DataView))
     return Array.from(value as unknown as ArrayLike<number>);
   if (Array.isArray(value)) return value.map(toPlain);

@@ -23,9 +23,10 @@ describe('task registry', () => {
       'fillMask',
       'textGeneration',
       'imageClassification',
+      'imageSegmentation',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
-    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification']);
+    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification', 'imageSegmentation']);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
