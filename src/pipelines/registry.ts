@@ -10,6 +10,7 @@ import { imageSegmentationTask } from './vision/image-segmentation.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
+import { backgroundRemovalTask } from './vision/background-removal.ts';
 import { batchSafe } from './runtime/row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { TaskDefinition } from './task-definition.ts';
@@ -29,6 +30,7 @@ const TASKS = [
   textGenerationTask,
   imageClassificationTask,
   imageSegmentationTask,
+  backgroundRemovalTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -24,9 +24,14 @@ describe('task registry', () => {
       'textGeneration',
       'imageClassification',
       'imageSegmentation',
+      'backgroundRemoval',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
-    expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification', 'imageSegmentation']);
+    expect(TASK_NAMES.filter(readsImages)).toEqual([
+      'imageClassification',
+      'imageSegmentation',
+      'backgroundRemoval',
+    ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
