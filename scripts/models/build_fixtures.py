@@ -60,6 +60,12 @@ def main() -> None:
         result = segmentation.build_background()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("clip-zero-shot-image-classification"):
+        from kit import clip
+
+        result = clip.build(training)
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -17,6 +17,7 @@ import type { TaskDefinition } from './task-definition.ts';
 import { textClassificationTask } from './text/text-classification.ts';
 import { textGenerationTask } from './generation/text-generation.ts';
 import { tokenClassificationTask } from './text/token-classification.ts';
+import { zeroShotImageClassificationTask } from './vision/zero-shot-image-classification.ts';
 import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
 
 const TASKS = [
@@ -31,6 +32,7 @@ const TASKS = [
   imageClassificationTask,
   imageSegmentationTask,
   backgroundRemovalTask,
+  zeroShotImageClassificationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

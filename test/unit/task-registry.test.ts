@@ -25,12 +25,14 @@ describe('task registry', () => {
       'imageClassification',
       'imageSegmentation',
       'backgroundRemoval',
+      'zeroShotImageClassification',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
       'imageClassification',
       'imageSegmentation',
       'backgroundRemoval',
+      'zeroShotImageClassification',
     ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
