@@ -14,5 +14,7 @@ export async function encodePng(
     .toColourspace(channels === 1 ? 'b-w' : 'srgb')
     .png({ compressionLevel: 6 })
     .toBuffer();
-  return new Uint8Array(png.buffer, png.byteOffset, png.byteLength);
+  // A copy in memory of its own: sharp's buffer is external memory (or a slice of Node's buffer
+  // pool), which an inference thread cannot transfer to the main thread.
+  return new Uint8Array(png);
 }
