@@ -66,6 +66,12 @@ def main() -> None:
         result = clip.build(training)
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("owlvit-zero-shot-object-detection"):
+        from kit import owlvit
+
+        result = owlvit.build(training)
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

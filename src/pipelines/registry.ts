@@ -18,6 +18,7 @@ import { textClassificationTask } from './text/text-classification.ts';
 import { textGenerationTask } from './generation/text-generation.ts';
 import { tokenClassificationTask } from './text/token-classification.ts';
 import { zeroShotImageClassificationTask } from './vision/zero-shot-image-classification.ts';
+import { zeroShotObjectDetectionTask } from './vision/zero-shot-object-detection.ts';
 import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
 
 const TASKS = [
@@ -33,6 +34,7 @@ const TASKS = [
   imageSegmentationTask,
   backgroundRemovalTask,
   zeroShotImageClassificationTask,
+  zeroShotObjectDetectionTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

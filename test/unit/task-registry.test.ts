@@ -26,6 +26,7 @@ describe('task registry', () => {
       'imageSegmentation',
       'backgroundRemoval',
       'zeroShotImageClassification',
+      'zeroShotObjectDetection',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -33,6 +34,7 @@ describe('task registry', () => {
       'imageSegmentation',
       'backgroundRemoval',
       'zeroShotImageClassification',
+      'zeroShotObjectDetection',
     ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
