@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import { decodeImage } from '../../src/pipelines/vision/image-decode.ts';
 import {
   compilePreprocessor,
@@ -16,7 +17,14 @@ import { asBatch, forPipeline, GOLDEN, parityCase, unbatch } from './parity-case
 import { useModelStore } from './store.ts';
 
 const MODEL = 'clip-zero-shot-image-classification';
+const SPLIT = 'clip-split-towers';
 const load = useModelStore();
+const loaded = new Map<string, LoadedModel>();
+beforeAll(async () => {
+  for (const name of [MODEL, SPLIT]) loaded.set(name, await load(name));
+});
+/** A model beforeAll loaded, for synchronous constructor checks. */
+const loadedModel = (name: string): LoadedModel => loaded.get(name) as LoadedModel;
 const goldens = readGoldens(MODEL);
 const preprocessing = (
   goldens as unknown as { preprocessing: { image: string; pixel_values: number[][][] }[] }
@@ -62,6 +70,40 @@ describe('zeroShotImageClassification', forPipeline('zeroShotImageClassification
       }
     },
   );
+
+  // The same weights exported as text_model.onnx + vision_model.onnx: one model, two sessions.
+  describe('split towers (text_model.onnx + vision_model.onnx)', () => {
+    const split = readGoldens(SPLIT) as unknown as typeof goldens & { logit_scale: number };
+    for (const golden of split.pipeline) {
+      parityCase(golden, async ({ call }) => {
+        const { candidate_labels: candidateLabels, hypothesis_template: hypothesisTemplate } =
+          call.options as { candidate_labels: string[]; hypothesis_template?: string };
+        const model = await load(SPLIT);
+        expect([...model.sessions.keys()]).toEqual(['vision_model', 'text_model']);
+        const pipeline = new ZeroShotImageClassificationPipeline(model, {
+          candidateLabels,
+          logitScale: split.logit_scale,
+          ...(hypothesisTemplate !== undefined ? { hypothesisTemplate } : {}),
+        });
+        const paths = asBatch(call.inputs).map((p) => join(modelPath(SPLIT), p as string));
+        return unbatch(call.inputs, await pipeline.run(paths));
+      });
+    }
+
+    it('needs logitScale there, and refuses it for a single-graph model', () => {
+      expect(
+        () =>
+          new ZeroShotImageClassificationPipeline(loadedModel(SPLIT), { candidateLabels: ['a'] }),
+      ).toThrow(/logitScale/);
+      expect(
+        () =>
+          new ZeroShotImageClassificationPipeline(loadedModel(MODEL), {
+            candidateLabels: ['a'],
+            logitScale: 100,
+          }),
+      ).toThrow(/logitScale is for models split/);
+    });
+  });
 
   it('scores an image the same alone and inside a batch', async () => {
     const pipeline = new ZeroShotImageClassificationPipeline(await load(MODEL), {

@@ -15,6 +15,7 @@ from .common import FIXTURES, GOLDENS_SCHEMA, seed_everything, tool_versions, wr
 from .vision import _images
 
 NAME = "clip-zero-shot-image-classification"
+SPLIT = "clip-split-towers"
 SEED = 321
 OUTPUTS = ["logits_per_image", "logits_per_text", "text_embeds", "image_embeds"]
 
@@ -143,6 +144,9 @@ def build(texts: list[str]) -> dict[str, Any]:
                 }
             )
 
+        split = _export_split(source, paths, pixel_values, text, cases)
+
+
     goldens = {
         "schema": GOLDENS_SCHEMA,
         "model": NAME,
@@ -158,4 +162,84 @@ def build(texts: list[str]) -> dict[str, Any]:
         "pipeline": cases,
     }
     write_json(out_dir / "goldens.json", goldens)
-    return {"name": NAME, "parity": parity}
+    return {"name": NAME, "parity": parity, "split": split}
+
+
+def _export_split(source: Path, paths: list[Path], pixel_values, text, cases: list[dict]) -> dict[str, Any]:
+    """The same weights as two graphs, as Optimum names them (clip-text-with-projection ->
+    text_model.onnx, clip-vision-with-projection -> vision_model.onnx). The towers give unnormalized
+    embeddings; the logit scale, a trained weight of CLIPModel, is not in either graph, so the
+    goldens record it for the pipeline's logitScale option."""
+    from transformers import CLIPModel, CLIPTextModelWithProjection, CLIPVisionModelWithProjection
+
+    out_dir = FIXTURES / SPLIT
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    (out_dir / "images").mkdir(parents=True)
+    for path in paths:
+        shutil.copy(path, out_dir / "images" / path.name)
+    for file in source.iterdir():
+        if file.suffix == ".json":
+            shutil.copy(file, out_dir / file.name)
+    full = CLIPModel.from_pretrained(source).eval()
+    text_config, vision_config = full.config.text_config, full.config.vision_config
+    text_config.projection_dim = vision_config.projection_dim = full.config.projection_dim
+    text_tower = CLIPTextModelWithProjection(text_config).eval()
+    text_tower.text_model.load_state_dict(full.text_model.state_dict())
+    text_tower.text_projection.load_state_dict(full.text_projection.state_dict())
+    vision_tower = CLIPVisionModelWithProjection(vision_config).eval()
+    vision_tower.vision_model.load_state_dict(full.vision_model.state_dict())
+    vision_tower.visual_projection.load_state_dict(full.visual_projection.state_dict())
+    towers = {
+        "text_model": (
+            text_tower,
+            {"input_ids": text["input_ids"], "attention_mask": text["attention_mask"]},
+            ["text_embeds", "last_hidden_state"],
+            {"input_ids": {0: "batch_size", 1: "sequence_length"}, "attention_mask": {0: "batch_size", 1: "sequence_length"},
+             "text_embeds": {0: "batch_size"}, "last_hidden_state": {0: "batch_size", 1: "sequence_length"}},
+        ),
+        "vision_model": (
+            vision_tower,
+            {"pixel_values": pixel_values[:2]},
+            ["image_embeds", "last_hidden_state"],
+            {"pixel_values": {0: "batch_size"}, "image_embeds": {0: "batch_size"}, "last_hidden_state": {0: "batch_size"}},
+        ),
+    }
+    parity = {}
+    for name, (tower, example, outputs, axes) in towers.items():
+        onnx_path = out_dir / f"{name}.onnx"
+        onnx_export.export(tower, example, outputs, axes, onnx_path)
+
+        def reference(feed: dict[str, np.ndarray], tower=tower, outputs=outputs) -> dict[str, np.ndarray]:
+            with torch.no_grad():
+                result = tower(**{k: torch.from_numpy(v) for k, v in feed.items()})
+            return {o: getattr(result, o).numpy() for o in outputs}
+
+        feed = {k: v.numpy() for k, v in example.items()}
+        if name == "vision_model":
+            feeds = [{"pixel_values": pixel_values.numpy()}, {"pixel_values": pixel_values[:1].numpy()}]
+        else:
+            feeds = [feed, {k: v[:1] for k, v in feed.items()}]
+        parity[name] = onnx_export.check_parity(onnx_path, reference, feeds)
+
+    # The towers give what CLIPModel computes inside: its logits from their embeddings.
+    with torch.no_grad():
+        want = full(**{k: v for k, v in text.items()}, pixel_values=pixel_values).logits_per_image
+        t = towers["text_model"][0](**text).text_embeds
+        v = towers["vision_model"][0](pixel_values=pixel_values).image_embeds
+        scale = full.logit_scale.exp()
+        got = scale * (v / v.norm(dim=-1, keepdim=True)) @ (t / t.norm(dim=-1, keepdim=True)).T
+        assert torch.allclose(got, want, atol=1e-5), "split towers do not reproduce CLIPModel"
+    goldens = {
+        "schema": GOLDENS_SCHEMA,
+        "model": SPLIT,
+        "task": "zero-shot-image-classification",
+        "reference": {"runtime": "torch", "implementation": "transformers.pipeline (on the CLIPModel the towers come from)"},
+        "seed": SEED,
+        "versions": tool_versions(),
+        "logit_scale": float(scale),
+        "onnx": {"files": ["text_model.onnx", "vision_model.onnx"], "parity": parity},
+        "pipeline": cases,
+    }
+    write_json(out_dir / "goldens.json", goldens)
+    return {"name": SPLIT, "parity": parity}
