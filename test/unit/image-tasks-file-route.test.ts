@@ -1,4 +1,4 @@
-// An image task end to end through the file source: JSONL records holding base64 images, the real
+// Image tasks end to end through the file source: JSONL records holding base64 images, the real
 // segmentation model in worker threads, masks written back as base64 PNG, and refused images
 // dead-lettered with their reason.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -10,6 +10,7 @@ import { parseConfigText } from '../../src/config/load-config.ts';
 import { createHugot } from '../../src/hugot.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { Segment } from '../../src/pipelines/vision/image-segmentation.ts';
+import type { Detection } from '../../src/pipelines/vision/zero-shot-object-detection.ts';
 import { StreamWorker } from '../../src/worker/stream-worker.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -24,7 +25,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('imageSegmentation through the file route', () => {
+describe('image tasks through the file route', () => {
   it('writes masks as base64 PNG beside each record and dead-letters images it cannot read', async () => {
     const pngs = await Promise.all(IMAGES.map((name) => readFile(join(MODEL, 'images', name))));
     const truncated = (pngs[1] as Buffer).subarray(0, 60);
@@ -125,5 +126,48 @@ routes:
       deadLettered: 4,
       retried: 0,
     });
+  });
+
+  it('runs an image task whose model has a tokenizer too (OWL-ViT): labels from the options', async () => {
+    const owl = join(ROOT, 'test', 'fixtures', 'models', 'owlvit-zero-shot-object-detection');
+    const pngs = await Promise.all(IMAGES.map((name) => readFile(join(owl, 'images', name))));
+    const input = join(dir, 'owl.jsonl');
+    await writeFile(
+      input,
+      pngs.map((png, i) => JSON.stringify({ id: i, image: png.toString('base64') })).join('\n'),
+    );
+    const config = parseConfigText(
+      `
+models: { owl: { path: ${JSON.stringify(owl)} } }
+pipelines:
+  find: { task: zeroShotObjectDetection, model: owl, options: { candidateLabels: [cat, dog], threshold: 0.3, topK: 3 } }
+routes:
+  - source: { type: file, path: ${JSON.stringify(input)} }
+    pipeline: find
+    input: { field: image }
+    output: { field: objects }
+    sink: { type: file, path: ${JSON.stringify(join(dir, 'owl-out.jsonl'))} }
+`,
+      {},
+    );
+    const worker = await StreamWorker.start(config, { logger: silentLogger });
+    await worker.finished;
+    await worker.stop(10_000);
+    const out = (await readFile(join(dir, 'owl-out.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number; objects: Detection[] });
+    const hugot = createHugot();
+    hugot.registerModel('owl', { path: owl });
+    await hugot.registerPipeline('find', {
+      task: 'zeroShotObjectDetection',
+      model: 'owl',
+      options: { candidateLabels: ['cat', 'dog'], threshold: 0.3, topK: 3 },
+    });
+    const direct = await hugot.run<Detection[]>('find', pngs);
+    await hugot.close();
+    expect(out.map((r) => r.id)).toEqual([0, 1, 2]);
+    expect(out.map((r) => r.objects)).toEqual(direct);
+    expect(out.some((r) => r.objects.length > 0)).toBe(true);
   });
 });
