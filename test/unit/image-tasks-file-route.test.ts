@@ -1,5 +1,5 @@
 // Image tasks end to end through the file source: JSONL records holding base64 images, the real
-// segmentation model in worker threads, masks written back as base64 PNG, and refused images
+// SegFormer and OWL-ViT models in worker threads, masks written back as base64 PNG, and refused images
 // dead-lettered with their reason.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
