@@ -77,6 +77,30 @@ def main() -> None:
         result = audio.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("segformer-semantic-segmentation"):
+        from kit import segmentation
+
+        result = segmentation.build_semantic()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("segformer-background-removal"):
+        from kit import segmentation
+
+        result = segmentation.build_background()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("clip-zero-shot-image-classification"):
+        from kit import clip
+
+        result = clip.build(training)
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("owlvit-zero-shot-object-detection"):
+        from kit import owlvit
+
+        result = owlvit.build(training)
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -14,12 +14,16 @@ import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
 import { tabularTask } from './tabular/tabular.ts';
+import { imageSegmentationTask } from './vision/image-segmentation.ts';
+import { backgroundRemovalTask } from './vision/background-removal.ts';
 import { batchSafe } from './runtime/row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { TaskDefinition } from './task-definition.ts';
 import { textClassificationTask } from './text/text-classification.ts';
 import { textGenerationTask } from './generation/text-generation.ts';
 import { tokenClassificationTask } from './text/token-classification.ts';
+import { zeroShotImageClassificationTask } from './vision/zero-shot-image-classification.ts';
+import { zeroShotObjectDetectionTask } from './vision/zero-shot-object-detection.ts';
 import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
 
 const TASKS = [
@@ -37,6 +41,10 @@ const TASKS = [
   imageFeatureExtractionTask,
   depthEstimationTask,
   audioClassificationTask,
+  imageSegmentationTask,
+  backgroundRemovalTask,
+  zeroShotImageClassificationTask,
+  zeroShotObjectDetectionTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -241,9 +241,12 @@ export class RecordProcessor {
   }
 }
 
-/** Bytes (PNG images: depth maps) become base64; other typed arrays (embeddings) JSON arrays. */
+/** Typed arrays (embeddings) become JSON arrays; bytes (encoded images) become base64. */
 function toPlain(value: unknown): unknown {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  // Bytes a pipeline returns are encoded images (PNG masks, cut-outs): base64 in JSON, as a
+  // record's image input is, rather than an array of numbers four times the size.
+  if (value instanceof Uint8Array)
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
   if (ArrayBuffer.isView(value) && !(value instanceof DataView))
     return Array.from(value as unknown as ArrayLike<number>);
   if (Array.isArray(value)) return value.map(toPlain);

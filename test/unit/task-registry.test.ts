@@ -33,6 +33,10 @@ describe('task registry', () => {
       'imageFeatureExtraction',
       'depthEstimation',
       'audioClassification',
+      'imageSegmentation',
+      'backgroundRemoval',
+      'zeroShotImageClassification',
+      'zeroShotObjectDetection',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -40,6 +44,10 @@ describe('task registry', () => {
       'objectDetection',
       'imageFeatureExtraction',
       'depthEstimation',
+      'imageSegmentation',
+      'backgroundRemoval',
+      'zeroShotImageClassification',
+      'zeroShotObjectDetection',
     ]);
     expect(TASK_NAMES.filter(readsAudio)).toEqual(['audioClassification']);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);

@@ -68,6 +68,54 @@ def byte_level_bpe(texts: list[str]):
     return RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=MAX_LENGTH)
 
 
+def clip_bpe(texts: list[str], vocab_size: int = 1000, pad_token: str = "<|endoftext|>"):
+    """CLIP-style: lower-cased, split on CLIP's regex, byte-level BPE whose word-final pieces end in </w>.
+
+    OWL-ViT's checkpoints pad with "!" instead of the end-of-text token.
+    """
+    from tokenizers import Regex
+    from transformers import CLIPTokenizer
+
+    raw = Tokenizer(models.BPE(end_of_word_suffix="</w>"))
+    raw.normalizer = normalizers.Sequence(
+        [normalizers.NFC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Lowercase()]
+    )
+    raw.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(
+                Regex(r"""'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"""),
+                behavior="removed",
+                invert=True,
+            ),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=["<|startoftext|>", "<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        end_of_word_suffix="</w>",
+        show_progress=False,
+    )
+    raw.train_from_iterator(texts, trainer)
+    trained, merges = _bpe_parts(raw)
+    # The trainer numbers the word-final symbols in hash-map order, so ids are renumbered in a
+    # fixed order (ids are only names to BPE: merges refer to strings), the layout of CLIP's own
+    # vocabulary: every byte symbol inside a word, then word-final (CLIP's vocabulary holds both;
+    # the trainer only adds the word-final ones it saw), merge results in merge order, and the two
+    # special tokens last. Models rely on that: OWL-ViT pools the text at the largest id (the end
+    # of text) and treats a query whose first id is 0 as padding.
+    specials = ["<|startoftext|>", "<|endoftext|>"]
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    symbols = alphabet + [a + "</w>" for a in alphabet]
+    merged = [a + b for a, b in merges]
+    order = list(dict.fromkeys(symbols + merged + specials))
+    assert set(trained) <= set(order), "a trained token is neither a symbol nor a merge result"
+    vocab = {token: i for i, token in enumerate(order)}
+    return CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=32, pad_token=pad_token)
+
+
 def sentencepiece_bpe(texts: list[str], vocab_size: int = VOCAB_SIZE):
     """Llama-style: metaspace pre-tokenization and byte fallback instead of an unknown token."""
     from transformers import LlamaTokenizer

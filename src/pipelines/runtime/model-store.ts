@@ -13,6 +13,7 @@ import {
 } from './runtime-options.ts';
 import { TextTokenizer } from './text-tokenizer.ts';
 import { isBatchInvariant } from './batch-invariance.ts';
+import { chooseOnnxFiles } from './onnx-files.ts';
 import {
   readSentenceTransformersConfig,
   type SentenceTransformersConfig,
@@ -21,7 +22,10 @@ import {
 export interface ModelSpec {
   /** The model folder. */
   path: string;
-  /** Which .onnx file inside it; by default model.onnx, or the only .onnx file there is. */
+  /**
+   * Which .onnx file inside it; by default model.onnx, or the only .onnx file there is, or every
+   * graph of an Optimum split export (onnx-files.ts).
+   */
   onnxFile?: string;
   runtime?: RuntimeOptions;
 }
@@ -32,7 +36,14 @@ export interface LoadedModel {
   config: ModelConfig;
   /** Absent for models without tokenizer.json (vision). */
   tokenizer: TextTokenizer | undefined;
+  /** The main graph's session (the only one, for most models). */
   session: InferenceSession;
+  /**
+   * Every graph's session by file name without `.onnx`: one for most models; each graph of an
+   * Optimum split export (text_model + vision_model, vision_encoder + prompt_encoder_mask_decoder).
+   */
+  sessions: ReadonlyMap<string, InferenceSession>;
+  /** The main session's. */
   inputNames: readonly string[];
   outputNames: readonly string[];
   /** preprocessor_config.json, when the folder has one. */
@@ -74,7 +85,7 @@ export class ModelStore {
     runtime: ReturnType<typeof compileRuntimeOptions>,
   ): Promise<LoadedModel> {
     const folder = resolve(spec.path);
-    const onnxPath = await chooseOnnxFile(folder, spec.onnxFile);
+    const onnx = await chooseOnnxFiles(folder, spec.onnxFile);
     const config = await readModelConfig(folder);
     const sentenceTransformers = await readSentenceTransformersConfig(folder);
     const files = await readdir(folder);
@@ -87,62 +98,43 @@ export class ModelStore {
           unknown
         >)
       : undefined;
-    const sessionKey = `${onnxPath}|${runtimeOptionsKey(runtime)}`;
-    let session = this.sessions.get(sessionKey);
-    if (session === undefined) {
-      session = createSession(onnxPath, runtime);
-      this.sessions.set(sessionKey, session);
-      session.catch(() => this.sessions.delete(sessionKey));
-    }
-    const [ready, batchInvariant] = await Promise.all([session, isBatchInvariant(onnxPath)]);
+    const graphs = [...onnx.graphs];
+    const [ready, invariant] = await Promise.all([
+      Promise.all(graphs.map(([, path]) => this.session(path, runtime))),
+      Promise.all(graphs.map(([, path]) => isBatchInvariant(path))),
+    ]);
+    const sessions = new Map(graphs.map(([name], i) => [name, ready[i] as InferenceSession]));
+    const main = ready[graphs.findIndex(([, path]) => path === onnx.main)] as InferenceSession;
+    const batchInvariant = invariant.every(Boolean);
     return {
       folder,
-      onnxPath,
+      onnxPath: onnx.main,
       config,
       tokenizer,
-      session: ready,
-      inputNames: ready.inputNames,
-      outputNames: ready.outputNames,
+      session: main,
+      sessions,
+      inputNames: main.inputNames,
+      outputNames: main.outputNames,
       preprocessor,
       batchInvariant,
       sentenceTransformers,
     };
   }
-}
 
-async function chooseOnnxFile(folder: string, requested: string | undefined): Promise<string> {
-  const files = await readdir(folder).catch((cause: unknown) => {
-    throw new ModelFolderError(`model folder ${folder} does not exist or cannot be read`, {
-      cause,
-      field: 'path',
-    });
-  });
-  const onnx = files.filter((f) => f.endsWith('.onnx')).sort();
-  if (requested !== undefined) {
-    if (!onnx.includes(requested)) {
-      throw new ModelFolderError(
-        `${folder} has no ${requested}; .onnx files there: ${onnx.join(', ') || '(none)'}`,
-        {
-          field: 'onnxFile',
-        },
-      );
+  /** One session per (file, runtime options), shared by every model that uses it. */
+  private session(
+    onnxPath: string,
+    runtime: ReturnType<typeof compileRuntimeOptions>,
+  ): Promise<InferenceSession> {
+    const key = `${onnxPath}|${runtimeOptionsKey(runtime)}`;
+    let session = this.sessions.get(key);
+    if (session === undefined) {
+      session = createSession(onnxPath, runtime);
+      this.sessions.set(key, session);
+      session.catch(() => this.sessions.delete(key));
     }
-    return join(folder, requested);
+    return session;
   }
-  if (onnx.includes('model.onnx')) return join(folder, 'model.onnx');
-  if (onnx.length === 1 && onnx[0] !== undefined) return join(folder, onnx[0]);
-  if (onnx.length === 0) {
-    throw new ModelFolderError(
-      `${folder} has no .onnx file; export the model with Optimum (optimum-cli export onnx)`,
-      { field: 'path' },
-    );
-  }
-  throw new ModelFolderError(
-    `${folder} has several .onnx files (${onnx.join(', ')}); choose one with onnxFile`,
-    {
-      field: 'onnxFile',
-    },
-  );
 }
 
 async function createSession(

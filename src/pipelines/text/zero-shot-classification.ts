@@ -46,7 +46,7 @@ export const zeroShotClassificationOptionsSchema = z
   });
 
 /** A string is split on commas, as Python does; blank labels are dropped. */
-function labelsOf(candidateLabels: string | string[]): string[] {
+export function labelsOf(candidateLabels: string | string[]): string[] {
   return typeof candidateLabels === 'string'
     ? candidateLabels
         .split(',')
