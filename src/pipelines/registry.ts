@@ -9,6 +9,11 @@ import { imageClassificationTask } from './vision/image-classification.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
+import {
+  summarizationTask,
+  text2textGenerationTask,
+  translationTask,
+} from './seq2seq/seq2seq-tasks.ts';
 import { tabularTask } from './tabular/tabular.ts';
 import { batchSafe } from './runtime/row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
@@ -29,6 +34,9 @@ const TASKS = [
   textGenerationTask,
   imageClassificationTask,
   tabularTask,
+  text2textGenerationTask,
+  summarizationTask,
+  translationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -24,6 +24,9 @@ describe('task registry', () => {
       'textGeneration',
       'imageClassification',
       'tabular',
+      'text2textGeneration',
+      'summarization',
+      'translation',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual(['imageClassification']);

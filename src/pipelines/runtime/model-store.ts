@@ -1,7 +1,9 @@
 // Loads Optimum-style model folders: one ONNX session per (file, runtime options), shared by
-// every pipeline that uses it, plus the tokenizer and config beside it.
+// every pipeline that uses it, plus the tokenizer and config beside it. A folder holds one model
+// (model.onnx, or the file onnxFile names) or, in Optimum's encoder–decoder layout, several:
+// encoder_model.onnx with decoder_model_merged.onnx or decoder_model.onnx (+ decoder_with_past_model.onnx).
 import { readdir, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { InferenceSession } from 'onnxruntime-node';
 import { ModelFolderError, ProviderUnavailableError } from '../../errors.ts';
 import { readModelConfig, type ModelConfig } from './model-config.ts';
@@ -21,18 +23,28 @@ import {
 export interface ModelSpec {
   /** The model folder. */
   path: string;
-  /** Which .onnx file inside it; by default model.onnx, or the only .onnx file there is. */
+  /**
+   * Which .onnx file inside it; by default model.onnx, the only .onnx file there is, or Optimum's
+   * encoder–decoder files together.
+   */
   onnxFile?: string;
   runtime?: RuntimeOptions;
 }
 
 export interface LoadedModel {
   folder: string;
+  /** The main file: the model's, or an encoder–decoder's encoder_model.onnx. */
   onnxPath: string;
   config: ModelConfig;
   /** Absent for models without tokenizer.json (vision). */
   tokenizer: TextTokenizer | undefined;
+  /** The session of onnxPath; inputNames and outputNames are its own. */
   session: InferenceSession;
+  /**
+   * Every session of the folder by file name without `.onnx` (`encoder_model`, `decoder_model`,
+   * ...); a single-file model has one, the same as `session`.
+   */
+  sessions: Readonly<Record<string, InferenceSession>>;
   inputNames: readonly string[];
   outputNames: readonly string[];
   /** preprocessor_config.json, when the folder has one. */
@@ -74,7 +86,8 @@ export class ModelStore {
     runtime: ReturnType<typeof compileRuntimeOptions>,
   ): Promise<LoadedModel> {
     const folder = resolve(spec.path);
-    const onnxPath = await chooseOnnxFile(folder, spec.onnxFile);
+    const onnxPaths = await chooseOnnxFiles(folder, spec.onnxFile);
+    const onnxPath = onnxPaths[0] as string;
     const config = await readModelConfig(folder);
     const sentenceTransformers = await readSentenceTransformersConfig(folder);
     const files = await readdir(folder);
@@ -87,6 +100,32 @@ export class ModelStore {
           unknown
         >)
       : undefined;
+    const [sessions, invariant] = await Promise.all([
+      Promise.all(onnxPaths.map((path) => this.session(path, runtime))),
+      Promise.all(onnxPaths.map((path) => isBatchInvariant(path))),
+    ]);
+    const ready = sessions[0] as InferenceSession;
+    return {
+      folder,
+      onnxPath,
+      config,
+      tokenizer,
+      session: ready,
+      sessions: Object.fromEntries(
+        onnxPaths.map((path, i) => [basename(path, '.onnx'), sessions[i] as InferenceSession]),
+      ),
+      inputNames: ready.inputNames,
+      outputNames: ready.outputNames,
+      preprocessor,
+      batchInvariant: invariant.every(Boolean),
+      sentenceTransformers,
+    };
+  }
+
+  private session(
+    onnxPath: string,
+    runtime: ReturnType<typeof compileRuntimeOptions>,
+  ): Promise<InferenceSession> {
     const sessionKey = `${onnxPath}|${runtimeOptionsKey(runtime)}`;
     let session = this.sessions.get(sessionKey);
     if (session === undefined) {
@@ -94,20 +133,37 @@ export class ModelStore {
       this.sessions.set(sessionKey, session);
       session.catch(() => this.sessions.delete(sessionKey));
     }
-    const [ready, batchInvariant] = await Promise.all([session, isBatchInvariant(onnxPath)]);
-    return {
-      folder,
-      onnxPath,
-      config,
-      tokenizer,
-      session: ready,
-      inputNames: ready.inputNames,
-      outputNames: ready.outputNames,
-      preprocessor,
-      batchInvariant,
-      sentenceTransformers,
-    };
+    return session;
   }
+}
+
+/** Optimum's encoder–decoder files (optimum-cli export onnx --task text2text-generation-with-past). */
+export const ENCODER_FILE = 'encoder_model.onnx';
+const MERGED_DECODER_FILE = 'decoder_model_merged.onnx';
+const DECODER_FILE = 'decoder_model.onnx';
+const DECODER_WITH_PAST_FILE = 'decoder_with_past_model.onnx';
+
+/**
+ * The files of the folder's model, the main one first: the requested file, model.onnx, the only
+ * .onnx file, or the encoder and decoder files of Optimum's encoder–decoder layout.
+ */
+async function chooseOnnxFiles(folder: string, requested: string | undefined): Promise<string[]> {
+  const files: string[] = await readdir(folder).catch(() => []);
+  if (requested === undefined && !files.includes('model.onnx') && files.includes(ENCODER_FILE)) {
+    // Optimum writes the merged decoder beside the two it merges; one decoder is enough.
+    const decoders = files.includes(MERGED_DECODER_FILE)
+      ? [MERGED_DECODER_FILE]
+      : [DECODER_FILE, DECODER_WITH_PAST_FILE].filter((f) => files.includes(f));
+    if (!decoders.includes(MERGED_DECODER_FILE) && !decoders.includes(DECODER_FILE)) {
+      throw new ModelFolderError(
+        `${folder} has ${ENCODER_FILE} but no ${MERGED_DECODER_FILE} or ${DECODER_FILE}; ` +
+          'export the decoder too (optimum-cli export onnx --task text2text-generation-with-past)',
+        { field: 'path' },
+      );
+    }
+    return [ENCODER_FILE, ...decoders].map((f) => join(folder, f));
+  }
+  return [await chooseOnnxFile(folder, requested)];
 }
 
 async function chooseOnnxFile(folder: string, requested: string | undefined): Promise<string> {
