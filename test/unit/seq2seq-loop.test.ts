@@ -14,10 +14,12 @@ const EOS = 1;
 class ScriptedDecoder implements DecoderStepper {
   readonly fed: number[][] = [];
   readonly selections: number[][] = [];
+  private readonly plan: readonly (readonly number[])[];
   private ids: number[];
   private steps = 0;
 
-  constructor(private readonly plan: readonly (readonly number[])[]) {
+  constructor(plan: readonly (readonly number[])[]) {
+    this.plan = plan;
     this.ids = plan.map((_, i) => i);
   }
 
