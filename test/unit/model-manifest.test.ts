@@ -79,9 +79,10 @@ describe('committed model manifest (test/fixtures/models and models/)', () => {
     for (const model of manifest.models) {
       expect(model.licence, model.name).not.toBe('');
       expect(model.made, model.name).not.toBe('');
+      // One model.onnx, or Optimum's encoder–decoder files.
       expect(
-        model.files.some((f) => f.path === 'model.onnx'),
-        `${model.name} has model.onnx`,
+        model.files.some((f) => f.path === 'model.onnx' || f.path === 'encoder_model.onnx'),
+        `${model.name} has model.onnx or encoder_model.onnx`,
       ).toBe(true);
     }
   });
