@@ -42,6 +42,13 @@ def main() -> None:
         result = causal_lm.build(tokenizer_kit.sentencepiece_bpe(training))
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    from kit import seq2seq
+
+    for fixture in seq2seq.FIXTURE_LIST:
+        if want(fixture.name):
+            result = seq2seq.build(fixture, training)
+            print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("vit-image-classification"):
         from kit import vision
 

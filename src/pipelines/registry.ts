@@ -13,6 +13,11 @@ import { objectDetectionTask } from './vision/object-detection.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { questionAnsweringTask } from './text/question-answering.ts';
+import {
+  summarizationTask,
+  text2textGenerationTask,
+  translationTask,
+} from './seq2seq/seq2seq-tasks.ts';
 import { tabularTask } from './tabular/tabular.ts';
 import { imageSegmentationTask } from './vision/image-segmentation.ts';
 import { backgroundRemovalTask } from './vision/background-removal.ts';
@@ -45,6 +50,9 @@ const TASKS = [
   backgroundRemovalTask,
   zeroShotImageClassificationTask,
   zeroShotObjectDetectionTask,
+  text2textGenerationTask,
+  summarizationTask,
+  translationTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

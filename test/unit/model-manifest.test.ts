@@ -80,9 +80,10 @@ describe('committed model manifest (test/fixtures/models and models/)', () => {
     for (const model of manifest.models) {
       expect(model.licence, model.name).not.toBe('');
       expect(model.made, model.name).not.toBe('');
-      // model.onnx, or the graphs of a split export (src/pipelines/runtime/onnx-files.ts).
+      // model.onnx, an encoder–decoder export, or the graphs of a split export
+      // (src/pipelines/runtime/onnx-files.ts).
       expect(
-        model.files.some((f) => f.path === 'model.onnx') ||
+        model.files.some((f) => f.path === 'model.onnx' || f.path === 'encoder_model.onnx') ||
           SPLIT_EXPORTS.some((graphs) =>
             graphs.every((g) => model.files.some((f) => f.path === `${g}.onnx`)),
           ),

@@ -37,6 +37,9 @@ describe('task registry', () => {
       'backgroundRemoval',
       'zeroShotImageClassification',
       'zeroShotObjectDetection',
+      'text2textGeneration',
+      'summarization',
+      'translation',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([

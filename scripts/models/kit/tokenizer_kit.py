@@ -171,3 +171,44 @@ def save(tokenizer, folder) -> None:
     (folder / "special_tokens_map.json").write_text(
         json.dumps(special, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
     )
+
+
+def t5_unigram(texts: list[str], vocab_size: int = 1000, extra_ids: int = 16):
+    """T5-style: a SentencePiece-like Unigram model (metaspace, no byte fallback) with sentinel
+    tokens, handed to T5Tokenizer's own constructor as (piece, score) pairs."""
+    from transformers import T5Tokenizer
+
+    raw = Tokenizer(models.Unigram())
+    raw.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size,
+        # T5's fixed ids: <pad>=0 (also the decoder start), </s>=1, <unk>=2.
+        special_tokens=["<pad>", "</s>", "<unk>"],
+        unk_token="<unk>",
+        show_progress=False,
+    )
+    # The Unigram trainer is slow on the whole corpus (minutes); every 8th text gives the same kind
+    # of vocabulary in seconds.
+    raw.train_from_iterator(texts[::8], trainer)
+    pieces = [(piece, float(score)) for piece, score in json.loads(raw.to_str())["model"]["vocab"]]
+    # Sentinels close the vocabulary in reverse order, as in t5-small (<extra_id_0> is the last id).
+    pieces += [(f"<extra_id_{i}>", 0.0) for i in range(extra_ids - 1, -1, -1)]
+    return T5Tokenizer(vocab=pieces, extra_ids=extra_ids, model_max_length=MAX_LENGTH)
+
+
+def bart_bpe(texts: list[str], vocab_size: int = 1000):
+    """BART: the byte-level BPE of RoBERTa, under BartTokenizer's own constructor."""
+    from transformers import BartTokenizer
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    raw.train_from_iterator(texts, trainer)
+    vocab, merges = _bpe_parts(raw)
+    return BartTokenizer(vocab=vocab, merges=merges, model_max_length=MAX_LENGTH)

@@ -39,7 +39,11 @@ export function argmax(scores: ArrayLike<number>): number {
 }
 
 /** Python's RepetitionPenaltyLogitsProcessor: every token seen (prompt included) once. */
-function penalize(scores: Float64Array, history: readonly number[], penalty: number): void {
+export function penalize(
+  scores: Float64Array | Float32Array,
+  history: readonly number[],
+  penalty: number,
+): void {
   for (const id of new Set(history)) {
     const score = scores[id];
     if (score === undefined) continue;

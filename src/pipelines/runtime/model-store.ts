@@ -1,5 +1,7 @@
 // Loads Optimum-style model folders: one ONNX session per (file, runtime options), shared by
-// every pipeline that uses it, plus the tokenizer and config beside it.
+// every pipeline that uses it, plus the tokenizer and config beside it. A folder holds one model
+// (model.onnx, or the file onnxFile names) or, in Optimum's encoder–decoder layout, several:
+// encoder_model.onnx with decoder_model_merged.onnx or decoder_model.onnx (+ decoder_with_past_model.onnx).
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { InferenceSession } from 'onnxruntime-node';
@@ -32,6 +34,7 @@ export interface ModelSpec {
 
 export interface LoadedModel {
   folder: string;
+  /** The main file: the model's, or an encoder–decoder's encoder_model.onnx. */
   onnxPath: string;
   config: ModelConfig;
   /** Absent for models without tokenizer.json (vision). */

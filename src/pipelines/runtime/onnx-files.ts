@@ -7,8 +7,8 @@ import { ModelFolderError } from '../../errors.ts';
 
 /**
  * Optimum's file names for models exported as several graphs; the first is the model's main
- * session (its inputs and outputs are the model's). Encoder-decoder exports are left out: their
- * decoder comes in several variants, and a text2text pipeline would choose among them.
+ * session (its inputs and outputs are the model's). Encoder–decoder exports are chosen apart
+ * (encoderDecoder below): their decoder comes in variants of which one set is loaded.
  */
 export const SPLIT_EXPORTS: readonly (readonly string[])[] = [
   // Two-tower models with separate towers (CLIP-style: clip-vision/-text-with-projection).
@@ -16,6 +16,12 @@ export const SPLIT_EXPORTS: readonly (readonly string[])[] = [
   // Segment Anything: the image encoder and the prompt encoder + mask decoder.
   ['vision_encoder', 'prompt_encoder_mask_decoder'],
 ];
+
+/** Optimum's encoder–decoder files (optimum-cli export onnx --task text2text-generation-with-past). */
+const ENCODER = 'encoder_model';
+const MERGED_DECODER = 'decoder_model_merged';
+const DECODER = 'decoder_model';
+const DECODER_WITH_PAST = 'decoder_with_past_model';
 
 export interface OnnxFiles {
   /** The main graph's path. */
@@ -56,6 +62,7 @@ export async function chooseOnnxFiles(
       { field: 'path' },
     );
   }
+  if (onnx.includes(`${ENCODER}.onnx`)) return encoderDecoder(folder, onnx);
   const split = SPLIT_EXPORTS.find((names) => names.every((n) => onnx.includes(`${n}.onnx`)));
   if (split !== undefined)
     return {
@@ -67,4 +74,24 @@ export async function chooseOnnxFiles(
       `(${SPLIT_EXPORTS.map((names) => names.join(' + ')).join('; ')}); choose one with onnxFile`,
     { field: 'onnxFile' },
   );
+}
+
+/** The encoder with one decoder set: the merged decoder when there is one, else the two it merges. */
+function encoderDecoder(folder: string, onnx: readonly string[]): OnnxFiles {
+  const has = (name: string): boolean => onnx.includes(`${name}.onnx`);
+  const decoders = has(MERGED_DECODER)
+    ? [MERGED_DECODER]
+    : [DECODER, DECODER_WITH_PAST].filter(has);
+  if (!decoders.includes(MERGED_DECODER) && !decoders.includes(DECODER)) {
+    throw new ModelFolderError(
+      `${folder} has ${ENCODER}.onnx but no ${MERGED_DECODER}.onnx or ${DECODER}.onnx; export the ` +
+        'decoder too (optimum-cli export onnx --task text2text-generation-with-past)',
+      { field: 'path' },
+    );
+  }
+  const names = [ENCODER, ...decoders];
+  return {
+    main: join(folder, `${ENCODER}.onnx`),
+    graphs: new Map(names.map((name) => [name, join(folder, `${name}.onnx`)])),
+  };
 }

@@ -1,0 +1,233 @@
+// An encoder–decoder model in Optimum's layout: the encoder runs once per batch, then the decoder
+// runs one token per row per step. The first step (decoder_model.onnx) computes the self-attention
+// cache and the cross-attention cache from the encoder's output; every later step
+// (decoder_with_past_model.onnx) reads both, and only the self-attention cache grows. A merged
+// decoder (decoder_model_merged.onnx) does both, switched by its use_cache_branch input.
+// The encoder's input is the caller's (token ids for text, log-mel features for Whisper): the
+// decoder only sees its output, so the loops here serve every encoder–decoder pipeline.
+import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { InferenceError, ModelFolderError } from '../../errors.ts';
+import { asKvDataType, floatData, zerosTensor, type KvDataType } from '../generation/kv-dtype.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import type { Feeds } from '../runtime/tensors.ts';
+import type { DecoderStepper } from './decoder-stepper.ts';
+
+/** What a pipeline's `infer` does: one counted session.run. */
+export type RunSession = (
+  session: InferenceSession,
+  feeds: Feeds,
+  outputNames: readonly string[],
+) => Promise<Record<string, Tensor>>;
+
+/** The encoder's output for a batch: what every decoder step attends to. */
+export interface EncoderOutput {
+  hiddenStates: Tensor;
+  /** [batch, encoder length] int64, 1 for real positions; absent for encoders without padding (Whisper). */
+  attentionMask: Tensor | undefined;
+}
+
+const PAST = /^past_key_values\.(\d+)\.(decoder|encoder)\.(key|value)$/;
+
+export interface Seq2SeqLayout {
+  encoder: InferenceSession;
+  /** The first step's session (decoder_model, or the merged one). */
+  first: InferenceSession;
+  /** Every later step's session (decoder_with_past_model, or the merged one). */
+  next: InferenceSession;
+  merged: boolean;
+  /** Past inputs of `next` in layer order: decoder key, decoder value, encoder key, encoder value. */
+  pastNames: readonly string[];
+  layers: number;
+  heads: number;
+  headDim: number;
+  dtype: KvDataType;
+}
+
+export function seq2seqLayoutOf(model: LoadedModel): Seq2SeqLayout {
+  const { sessions } = model;
+  const encoder = sessions.get('encoder_model');
+  const merged = sessions.get('decoder_model_merged');
+  const first = merged ?? sessions.get('decoder_model');
+  const next = merged ?? sessions.get('decoder_with_past_model');
+  if (encoder === undefined || first === undefined || next === undefined) {
+    throw new ModelFolderError(
+      `${model.folder} is not an encoder–decoder export: it needs encoder_model.onnx with ` +
+        'decoder_model_merged.onnx, or decoder_model.onnx and decoder_with_past_model.onnx ' +
+        '(optimum-cli export onnx --task text2text-generation-with-past)',
+      { field: 'path' },
+    );
+  }
+  const pastNames = next.inputNames.filter((n) => PAST.test(n)).sort(byLayerPartKind);
+  const layers = pastNames.length / 4;
+  if (pastNames.length === 0 || !Number.isInteger(layers)) {
+    throw new ModelFolderError(
+      `${model.folder}: the decoder with past has no past_key_values.{i}.decoder/encoder.key/value ` +
+        'inputs; export it with its cache (--task text2text-generation-with-past)',
+      { field: 'path' },
+    );
+  }
+  const meta = next.inputMetadata.find((m) => m.name === pastNames[0]);
+  const shape = meta !== undefined && meta.isTensor ? meta.shape : [];
+  const raw = model.config.raw;
+  const heads = dim(shape[1]) ?? num(raw['num_heads']) ?? num(raw['decoder_attention_heads']);
+  const dModel = num(raw['d_model']);
+  const headDim =
+    dim(shape[3]) ??
+    num(raw['d_kv']) ??
+    (dModel !== undefined && heads !== undefined ? dModel / heads : undefined);
+  if (heads === undefined || headDim === undefined) {
+    throw new ModelFolderError(
+      `cannot tell the cache shape of ${model.folder}: its cache inputs have symbolic head sizes ` +
+        'and config.json has no num_heads/decoder_attention_heads and d_kv/d_model',
+      { field: 'config.json' },
+    );
+  }
+  return {
+    encoder,
+    first,
+    next,
+    merged: merged !== undefined,
+    pastNames,
+    layers,
+    heads,
+    headDim,
+    dtype: asKvDataType(meta !== undefined && meta.isTensor ? meta.type : 'float32', pastNames[0]!),
+  };
+}
+
+/** Runs the encoder over feeds the caller built for it (the inputs it declares). */
+export async function runEncoder(
+  layout: Seq2SeqLayout,
+  feeds: Feeds,
+  run: RunSession,
+): Promise<EncoderOutput> {
+  const outputs = await run(layout.encoder, feeds, [layout.encoder.outputNames[0] ?? '']);
+  const hiddenStates = outputs[layout.encoder.outputNames[0] ?? ''];
+  if (hiddenStates === undefined) throw new InferenceError('the encoder returned no output');
+  return { hiddenStates, attentionMask: feeds['attention_mask'] };
+}
+
+/**
+ * The decoder of one batch after the encoder: each `step` feeds one token per row and returns each
+ * row's next-token logits; `select` keeps, reorders or repeats rows (finished rows dropped, beams
+ * reordered) along with their caches.
+ */
+export class Seq2SeqDecoder implements DecoderStepper {
+  private readonly layout: Seq2SeqLayout;
+  private readonly run: RunSession;
+  private encoder: EncoderOutput;
+  /** Per layer: decoder key, decoder value (grows by one position a step). */
+  private selfCache: Tensor[] = [];
+  /** Per layer: encoder key, encoder value (computed on the first step, then read). */
+  private crossCache: Tensor[] = [];
+  private started = false;
+
+  constructor(layout: Seq2SeqLayout, encoder: EncoderOutput, run: RunSession) {
+    this.layout = layout;
+    this.encoder = encoder;
+    this.run = run;
+  }
+
+  get rows(): number {
+    return this.encoder.hiddenStates.dims[0] ?? 0;
+  }
+
+  async step(tokens: readonly number[]): Promise<Float32Array[]> {
+    if (tokens.length !== this.rows)
+      throw new InferenceError(`decoder step has ${tokens.length} tokens for ${this.rows} rows`);
+    const session = this.started ? this.layout.next : this.layout.first;
+    const feeds = this.feeds(session, tokens);
+    const wanted = session.outputNames.filter(
+      (n) =>
+        n === 'logits' || (n.startsWith('present.') && (!this.started || n.includes('.decoder.'))),
+    );
+    const outputs = await this.run(session, feeds, wanted);
+    const logits = outputs['logits'];
+    if (logits === undefined) throw new InferenceError("the decoder returned no 'logits'");
+    const presents = (part: 'decoder' | 'encoder'): Tensor[] =>
+      this.layout.pastNames
+        .filter((n) => n.includes(`.${part}.`))
+        .map((n) => {
+          const present = outputs[n.replace(/^past_key_values\./, 'present.')];
+          if (present === undefined)
+            throw new InferenceError(`the decoder returned no present for ${n}`);
+          return present;
+        });
+    this.selfCache = presents('decoder');
+    if (!this.started) this.crossCache = presents('encoder');
+    this.started = true;
+    const data = floatData(logits, 'logits');
+    const [rows = 0, length = 0, vocab = 0] = logits.dims;
+    return Array.from({ length: rows }, (_, r) =>
+      data.slice((r * length + length - 1) * vocab, (r * length + length) * vocab),
+    );
+  }
+
+  select(rows: readonly number[]): void {
+    const take = (t: Tensor): Tensor => gatherRows(t, rows);
+    this.encoder = {
+      hiddenStates: take(this.encoder.hiddenStates),
+      attentionMask:
+        this.encoder.attentionMask === undefined ? undefined : take(this.encoder.attentionMask),
+    };
+    this.selfCache = this.selfCache.map(take);
+    this.crossCache = this.crossCache.map(take);
+  }
+
+  private feeds(session: InferenceSession, tokens: readonly number[]): Feeds {
+    const rows = tokens.length;
+    const feeds: Feeds = {
+      input_ids: new Tensor('int64', BigInt64Array.from(tokens, BigInt), [rows, 1]),
+    };
+    const { attentionMask, hiddenStates } = this.encoder;
+    if (session.inputNames.includes('encoder_attention_mask') && attentionMask !== undefined)
+      feeds['encoder_attention_mask'] = attentionMask;
+    if (session.inputNames.includes('encoder_hidden_states'))
+      feeds['encoder_hidden_states'] = hiddenStates;
+    if (this.layout.merged) {
+      feeds['use_cache_branch'] = new Tensor('bool', [this.started], [1]);
+      if (!this.started) {
+        // The merged graph takes a cache on both branches; the first step's is empty and unread.
+        const { heads, headDim, dtype } = this.layout;
+        for (const name of this.layout.pastNames)
+          feeds[name] = zerosTensor(dtype, [rows, heads, 0, headDim]);
+      }
+    }
+    if (this.started) {
+      let self = 0;
+      let cross = 0;
+      for (const name of this.layout.pastNames) {
+        feeds[name] = (
+          name.includes('.decoder.') ? this.selfCache[self++] : this.crossCache[cross++]
+        ) as Tensor;
+      }
+    }
+    return feeds;
+  }
+}
+
+/** Rows of a tensor's leading dimension, in the given order (repeats allowed). */
+export function gatherRows(tensor: Tensor, rows: readonly number[]): Tensor {
+  const [, ...rest] = tensor.dims;
+  const size = rest.reduce((a, b) => a * b, 1);
+  const data = tensor.data as Float32Array | BigInt64Array | Uint16Array;
+  const out = new (data.constructor as new (length: number) => typeof data)(rows.length * size);
+  rows.forEach((r, i) => {
+    out.set(data.subarray(r * size, (r + 1) * size) as never, i * size);
+  });
+  return new Tensor(tensor.type as 'float32', out as Float32Array, [rows.length, ...rest]);
+}
+
+function byLayerPartKind(a: string, b: string): number {
+  const [, la = '0', pa = '', ka = ''] = PAST.exec(a) ?? [];
+  const [, lb = '0', pb = '', kb = ''] = PAST.exec(b) ?? [];
+  return Number(la) - Number(lb) || pa.localeCompare(pb) || ka.localeCompare(kb);
+}
+
+function num(value: unknown): number | undefined {
+  return typeof value === 'number' ? value : undefined;
+}
+
+function dim(value: unknown): number | undefined {
+  return typeof value === 'number' && value > 0 ? value : undefined;
+}

@@ -1,0 +1,27 @@
+// The three text-to-text encoder–decoder tasks: one pipeline (seq2seq-text-pipeline.ts), told
+// apart by the Python task whose prefix and settings apply and the name of the output field.
+import { textInput, type TaskDefinition } from '../task-definition.ts';
+import {
+  seq2seqOptionsSchema,
+  translationOptionsSchema,
+  type Seq2SeqOptions,
+} from './seq2seq-options.ts';
+import { Seq2SeqTextPipeline, type Seq2SeqTask } from './seq2seq-text-pipeline.ts';
+
+function seq2seqTask(
+  task: Seq2SeqTask,
+  optionsSchema: typeof seq2seqOptionsSchema | typeof translationOptionsSchema,
+): TaskDefinition {
+  return {
+    task,
+    optionsSchema,
+    create: (model, options) =>
+      new Seq2SeqTextPipeline(task, model, options as Seq2SeqOptions, optionsSchema),
+    inputKind: 'text',
+    ...textInput,
+  };
+}
+
+export const text2textGenerationTask = seq2seqTask('text2textGeneration', seq2seqOptionsSchema);
+export const summarizationTask = seq2seqTask('summarization', seq2seqOptionsSchema);
+export const translationTask = seq2seqTask('translation', translationOptionsSchema);

@@ -1,0 +1,123 @@
+// The text-in, text-out encoder–decoder pipelines (text2textGeneration, summarization,
+// translation), as Python's Text2TextGenerationPipeline and its two subclasses: the task's prefix
+// before each text, the batch encoded once (right-padded), then greedy decoding, sampling or beam
+// search over the decoder, and the output decoded without special tokens under the task's name
+// (`generatedText`, `summaryText`, `translationText`).
+import type { z } from 'zod';
+import { InputError } from '../../errors.ts';
+import { parseWithSchema } from '../../options/parse.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import { assertString } from '../pipeline.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { textFeeds, type Feeds } from '../runtime/tensors.ts';
+import type { TokenizedText } from '../runtime/text-tokenizer.ts';
+import { beamSearch } from './beam-search.ts';
+import { greedySearch } from './greedy-search.ts';
+import {
+  resolveSeq2SeqDefaults,
+  translationOptionsSchema,
+  type Seq2SeqDefaults,
+  type Seq2SeqOptions,
+} from './seq2seq-options.ts';
+import {
+  runEncoder,
+  Seq2SeqDecoder,
+  seq2seqLayoutOf,
+  type RunSession,
+  type Seq2SeqLayout,
+} from './seq2seq-model.ts';
+
+export type Seq2SeqTask = 'text2textGeneration' | 'summarization' | 'translation';
+
+/** The output field of each task, Python's `<return_name>_text` in camelCase. */
+export const OUTPUT_FIELD = {
+  text2textGeneration: 'generatedText',
+  summarization: 'summaryText',
+  translation: 'translationText',
+} as const satisfies Record<Seq2SeqTask, string>;
+
+export type Seq2SeqOutput = Partial<Record<(typeof OUTPUT_FIELD)[Seq2SeqTask], string>>;
+
+export class Seq2SeqTextPipeline extends BasePipeline<
+  string,
+  Seq2SeqOutput,
+  typeof translationOptionsSchema
+> {
+  readonly layout: Seq2SeqLayout;
+  private readonly field: (typeof OUTPUT_FIELD)[Seq2SeqTask];
+  private defaults: Promise<Seq2SeqDefaults> | undefined;
+
+  constructor(
+    task: Seq2SeqTask,
+    model: LoadedModel,
+    options: Seq2SeqOptions = {},
+    schema: z.ZodType = translationOptionsSchema,
+  ) {
+    // Each task validates with its own schema (no srcLang outside translation) before the shared one.
+    parseWithSchema(schema, options ?? {}, 'options');
+    super(task, model, translationOptionsSchema, options);
+    this.layout = seq2seqLayoutOf(model);
+    this.field = OUTPUT_FIELD[task];
+  }
+
+  /** The prefix and generation settings, resolved once from the model folder. */
+  resolved(): Promise<Seq2SeqDefaults> {
+    this.defaults ??= resolveSeq2SeqDefaults(this.model, this.task, this.options);
+    return this.defaults;
+  }
+
+  /** The encoder's token ids of each input, as Python's pipeline tokenizes them. */
+  async encodeInputs(inputs: readonly string[]): Promise<TokenizedText[]> {
+    const { prefix } = await this.resolved();
+    const limit = this.model.config.maxPositionEmbeddings;
+    const cut = this.tokenizer.maxLength ?? limit;
+    // Python's pipeline tokenizes with truncation=False unless asked (DO_NOT_TRUNCATE).
+    const encoded = await this.encode(
+      inputs.map((text) => prefix + text),
+      this.options.truncation && cut !== undefined ? { maxLength: cut } : { truncation: false },
+    );
+    encoded.forEach((e, i) => {
+      if (limit !== undefined && e.ids.length > limit) {
+        throw new InputError(
+          `${this.task}: inputs[${i}] is ${e.ids.length} tokens and the model reads at most ` +
+            `${limit}; shorten it, or set the pipeline option truncation: true to cut it`,
+          { field: 'input' },
+        );
+      }
+    });
+    return encoded;
+  }
+
+  /** Generated token ids of each input (EOS included when it ended on one). */
+  async generateIds(inputs: readonly string[]): Promise<number[][]> {
+    const { settings } = await this.resolved();
+    const decoder = await this.decoderFor(await this.encodeInputs(inputs));
+    if (settings.numBeams > 1) return beamSearch(decoder, settings);
+    const results = await greedySearch(decoder, settings, (ids) => this.decodeText(ids));
+    return results.map((r) => r.tokenIds);
+  }
+
+  protected async runBatch(inputs: readonly string[]): Promise<Seq2SeqOutput[]> {
+    inputs.forEach((input, i) => assertString(input, this.task, `inputs[${i}]`));
+    const { settings } = await this.resolved();
+    const decoder = await this.decoderFor(await this.encodeInputs(inputs));
+    if (settings.numBeams > 1) {
+      const ids = await beamSearch(decoder, settings);
+      return Promise.all(ids.map(async (row) => ({ [this.field]: await this.decodeText(row) })));
+    }
+    const results = await greedySearch(decoder, settings, (ids) => this.decodeText(ids));
+    return results.map((r) => ({ [this.field]: r.text }));
+  }
+
+  /** Python's postprocess: skip_special_tokens=True, clean_up_tokenization_spaces=False. */
+  decodeText(ids: readonly number[]): Promise<string> {
+    return this.tokenizer.decode(ids, true);
+  }
+
+  private async decoderFor(encoded: readonly TokenizedText[]): Promise<Seq2SeqDecoder> {
+    const run: RunSession = (session, feeds, outputNames) =>
+      this.infer(feeds, outputNames, session);
+    const feeds: Feeds = textFeeds(encoded, this.layout.encoder.inputNames, this.tokenizer.padId);
+    return new Seq2SeqDecoder(this.layout, await runEncoder(this.layout, feeds, run), run);
+  }
+}
