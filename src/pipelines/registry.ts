@@ -21,6 +21,8 @@ import { textClassificationTask } from './text/text-classification.ts';
 import { textGenerationTask } from './generation/text-generation.ts';
 import { tokenClassificationTask } from './text/token-classification.ts';
 import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
+import { visualQuestionAnsweringTask } from './multimodal/visual-question-answering.ts';
+import { documentQuestionAnsweringTask } from './multimodal/document-question-answering.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -37,6 +39,8 @@ const TASKS = [
   imageFeatureExtractionTask,
   depthEstimationTask,
   audioClassificationTask,
+  visualQuestionAnsweringTask,
+  documentQuestionAnsweringTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(
@@ -86,4 +90,9 @@ export function createPipeline(
   options: unknown = {},
 ): Pipeline<unknown, unknown> {
   return batchSafe(taskDefinition(task).create(model, options ?? {}));
+}
+
+/** Tasks whose input is an object with an `image` a route reads as an image, beside text fields. */
+export function readsImageField(task: string): boolean {
+  return byName.get(task)?.inputKind === 'imageText';
 }

@@ -128,7 +128,13 @@ def build(tokenizer) -> dict[str, Any]:
         cases = []
         for name, question, word_boxes, options in specs:
             output = pipe(image=None, question=question, word_boxes=word_boxes, **options)
-            cases.append({"name": name, "task": "document-question-answering", "call": {"inputs": {"question": question, "word_boxes": word_boxes}, "options": options}, "output": output})
+            # The windows the pipeline feeds the model, so a consumer can test its encoding apart.
+            pre = {k: options[k] for k in ("max_seq_len", "doc_stride") if k in options}
+            windows = [
+                {k: span[k][0].tolist() for k in ("input_ids", "token_type_ids", "bbox")}
+                for span in pipe.preprocess({"question": question, "word_boxes": word_boxes}, **pre)
+            ]
+            cases.append({"name": name, "task": "document-question-answering", "call": {"inputs": {"question": question, "word_boxes": word_boxes}, "options": options}, "output": output, "windows": windows})
 
     goldens = {
         "schema": GOLDENS_SCHEMA,
