@@ -108,6 +108,18 @@ def main() -> None:
         result = owlvit.build(training)
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("vilt-visual-question-answering"):
+        from kit import vilt
+
+        result = vilt.build(tokenizer_kit.wordpiece(training))
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("layoutlm-document-question-answering"):
+        from kit import layoutlm
+
+        result = layoutlm.build(tokenizer_kit.wordpiece(training))
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

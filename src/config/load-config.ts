@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { ConfigError } from '../errors.ts';
 import { batcherOptionsSchema } from '../batching/batcher-options.ts';
 import { checkWithSchema, formatPath } from '../options/parse.ts';
-import { readsAudio, readsImages } from '../pipelines/registry.ts';
+import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
 import { resolveConnectionPaths } from './connection-paths.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
@@ -236,7 +236,7 @@ function checkInputRoute(
   if (pipeline === undefined) return;
   const { task } = pipeline;
   const images = readsImages(task);
-  if (route.input.images !== undefined && !images)
+  if (route.input.images !== undefined && !images && !readsImageField(task))
     problem(
       `${at}.input.images: pipeline '${route.pipeline}' (${task}) does not take images; remove input.images`,
       { field: `${at}.input.images` },

@@ -30,6 +30,8 @@ import { tokenClassificationTask } from './text/token-classification.ts';
 import { zeroShotImageClassificationTask } from './vision/zero-shot-image-classification.ts';
 import { zeroShotObjectDetectionTask } from './vision/zero-shot-object-detection.ts';
 import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
+import { visualQuestionAnsweringTask } from './multimodal/visual-question-answering.ts';
+import { documentQuestionAnsweringTask } from './multimodal/document-question-answering.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -53,6 +55,8 @@ const TASKS = [
   text2textGenerationTask,
   summarizationTask,
   translationTask,
+  visualQuestionAnsweringTask,
+  documentQuestionAnsweringTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(
@@ -102,4 +106,9 @@ export function createPipeline(
   options: unknown = {},
 ): Pipeline<unknown, unknown> {
   return batchSafe(taskDefinition(task).create(model, options ?? {}));
+}
+
+/** Tasks whose input is an object with an `image` a route reads as an image, beside text fields. */
+export function readsImageField(task: string): boolean {
+  return byName.get(task)?.inputKind === 'imageText';
 }

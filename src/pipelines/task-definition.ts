@@ -46,9 +46,10 @@ export interface TaskDefinition {
   readonly inputSchema: (input: unknown, check: InputCheck) => void;
   /**
    * 'image' / 'audio': a route reads the input as an image's or an audio file's bytes
-   * (docs/security.md#image-inputs, #audio-inputs).
+   * (docs/security.md#image-inputs, #audio-inputs). 'imageText': the input is an object whose
+   * `image` a route reads as an image, its other fields checked by inputSchema.
    */
-  readonly inputKind: 'text' | 'image' | 'audio';
+  readonly inputKind: 'text' | 'image' | 'audio' | 'imageText';
   /** How much of a batch an input takes; asked only of models with a tokenizer. */
   readonly cost: (input: unknown, meter: CostMeter) => Promise<InputCost>;
   /** Where the pipeline truncates below the tokenizer's limit, by its options. */

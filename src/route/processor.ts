@@ -13,7 +13,7 @@ import { getPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { checkInputShape } from './input-shape.ts';
-import { readsAudio, readsImages } from '../pipelines/registry.ts';
+import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
@@ -57,6 +57,8 @@ export class RecordProcessor {
   private readonly limits: WorkerConfig['limits'];
   private readonly submit: Submit;
   private readonly images: ImageInputs | undefined;
+  /** The input is an object whose `image` is read as an image (visual question answering). */
+  private readonly imageField: boolean;
   private readonly audio: AudioInputs | undefined;
 
   constructor(route: RouteConfig, task: string, limits: WorkerConfig['limits'], submit: Submit) {
@@ -64,14 +66,16 @@ export class RecordProcessor {
     this.task = task;
     this.limits = limits;
     this.submit = submit;
-    this.images = readsImages(task)
-      ? new ImageInputs({
-          from: route.input.images?.from ?? 'base64',
-          root: route.input.images?.root,
-          maxPixels: limits.maxImagePixels,
-          maxBytes: limits.maxImageBytes,
-        })
-      : undefined;
+    this.imageField = readsImageField(task);
+    this.images =
+      readsImages(task) || this.imageField
+        ? new ImageInputs({
+            from: route.input.images?.from ?? 'base64',
+            root: route.input.images?.root,
+            maxPixels: limits.maxImagePixels,
+            maxBytes: limits.maxImageBytes,
+          })
+        : undefined;
     this.audio = readsAudio(task)
       ? new AudioInputs({ maxBytes: limits.maxAudioBytes, maxSeconds: limits.maxAudioSeconds })
       : undefined;
@@ -149,7 +153,8 @@ export class RecordProcessor {
     }
     at.stage = 'validate';
     const label = format === 'json' ? `'${field}'` : 'the record';
-    if (this.images !== undefined) {
+    if (this.imageField) input = await this.imageFieldInput(input, label, field);
+    else if (this.images !== undefined) {
       try {
         input = await this.images.bytesOf(input, label);
       } catch (err) {
@@ -215,6 +220,26 @@ export class RecordProcessor {
         origin: record.origin,
       },
     };
+  }
+
+  /**
+   * An object input with an image beside text: its shape and texts checked first, then its
+   * `image` read as an image input (base64, or a path under input.images.root).
+   */
+  private async imageFieldInput(input: unknown, label: string, field: string): Promise<unknown> {
+    try {
+      checkInputShape(this.task, input, label, this.limits);
+    } catch (err) {
+      throw new Refusal('validate', 'WRONG_TYPE', messageOf(err));
+    }
+    const record = input as Record<string, unknown>;
+    const at = field === '$' ? "'image'" : `'${field}.image'`;
+    try {
+      return { ...record, image: await (this.images as ImageInputs).bytesOf(record['image'], at) };
+    } catch (err) {
+      if (err instanceof ImageRefusedError) throw new Refusal('validate', err.reason, err.message);
+      throw err;
+    }
   }
 
   /** A record's own generation options: at most limits.maxStopSequences stop sequences. */

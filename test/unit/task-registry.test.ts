@@ -40,6 +40,8 @@ describe('task registry', () => {
       'text2textGeneration',
       'summarization',
       'translation',
+      'visualQuestionAnswering',
+      'documentQuestionAnswering',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -72,6 +74,8 @@ describe('task registry', () => {
       imageFeatureExtraction: ['aGk=', new Uint8Array([1])],
       depthEstimation: ['aGk=', new Uint8Array([1])],
       audioClassification: ['aGk=', new Uint8Array([1])],
+      visualQuestionAnswering: [{ image: 'aGk=', question: 'q' }],
+      documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

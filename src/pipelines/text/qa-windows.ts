@@ -16,6 +16,7 @@ export function contextWindows(
   maxLength: number,
   stride: number,
   field: string,
+  task = 'questionAnswering',
 ): TokenizedText[] {
   if (full.ids.length <= maxLength) return [full];
   const first = full.sequenceIds.indexOf(1);
@@ -27,13 +28,13 @@ export function contextWindows(
   const window = maxLength - overhead;
   if (window <= 0) {
     throw new InputError(
-      `questionAnswering: the question takes ${overhead} of the ${maxLength} tokens a window holds (maxSeqLength), leaving none for the context`,
+      `${task}: the question takes ${overhead} of the ${maxLength} tokens a window holds (maxSeqLength), leaving none for the context`,
       { field: `${field}.question` },
     );
   }
   if (stride >= window) {
     throw new InputError(
-      `questionAnswering: docStride ${stride} must be below the ${window} context tokens a window holds beside this question; lower docStride or raise maxSeqLength`,
+      `${task}: docStride ${stride} must be below the ${window} context tokens a window holds beside this question; lower docStride or raise maxSeqLength`,
       { field: `${field}.question` },
     );
   }
