@@ -6,8 +6,8 @@ import { defineConfig } from 'vitest/config';
 // progress wait covers (a promise that never settles), not a speed check.
 const HANG_GUARD_MS = 30 * 60_000;
 
-// The Kafka files that prove delivery run a second time with the other Kafka client (the first run
-// uses connections.kafka.client's default): delivery at-least-once / exactly-once with kill -9 and
+// The Kafka files that prove delivery run a second time on kafkajs (the first run uses
+// connections.kafka.client's default: platformatic for at-least-once, kafkajs for exactly-once): delivery at-least-once / exactly-once with kill -9 and
 // two workers, DLQ, SIGTERM drain, aborted inputs, generation routes, compression. The other Kafka
 // files (broker restart, poison pills, large outputs, secured services) run once, to keep CI
 // within its time.

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
+import type { DriverFeatures } from '../../src/connectors/kafka/driver.ts';
+import { fallbacksOf, kafkaClientFor } from '../../src/connectors/kafka/driver-for.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const valid = `
@@ -88,10 +90,29 @@ describe('config', () => {
     expect(fails('models: [')).toMatch(/not valid YAML/);
   });
 
-  it('connections.kafka.client: platformatic or kafkajs, platformatic by default', () => {
+  const platformaticFeatures: DriverFeatures = {
+    client: 'platformatic',
+    stableOffsets: true,
+    keepsPartitions: true,
+    fencesByGeneration: true,
+  };
+
+  it('connections.kafka.client: platformatic or kafkajs; unset, chosen by the delivery mode', () => {
     const kafka = (client?: string): string =>
       `${valid}connections: { kafka: { brokers: [b:9092]${client === undefined ? '' : `, client: ${client}`} } }\n`;
-    expect(parseConfigText(kafka()).connections.kafka?.client).toBe('platformatic');
+    const unset = parseConfigText(kafka());
+    expect(unset.connections.kafka?.client).toBeUndefined();
+    expect(kafkaClientFor(unset)).toBe('platformatic');
+    const exactlyOnce = {
+      ...unset,
+      delivery: { ...unset.delivery, mode: 'exactly-once' as const },
+    };
+    expect(kafkaClientFor(exactlyOnce)).toBe('kafkajs');
+    const chosen = parseConfigText(kafka('platformatic'));
+    expect(kafkaClientFor({ ...chosen, delivery: exactlyOnce.delivery })).toBe('platformatic');
+    expect(fallbacksOf('exactly-once', platformaticFeatures, 'platformatic').join()).toMatch(
+      /leave client unset to use kafkajs/,
+    );
     expect(parseConfigText(kafka('platformatic')).connections.kafka?.client).toBe('platformatic');
     expect(fails(kafka('rdkafka'))).toMatch(
       /connections\.kafka\.client: 'rdkafka' is not allowed; expected one of platformatic, kafkajs/,

@@ -1,6 +1,7 @@
 // One Kafka client per worker config, shared by its sources and sinks: connections.kafka.client
 // picks the library. What a delivery mode would like and the client cannot do is said once, at
 // start-up, with what the driver does instead.
+import type { kafkaClients } from '../../config/connection-schema.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import type { Environment } from '../../config/secrets.ts';
 import { ConfigError } from '../../errors.ts';
@@ -9,6 +10,8 @@ import type { DriverFeatures, KafkaDriver } from './driver.ts';
 import { kafkaSecurityOf } from './kafka-security.ts';
 import { KafkajsDriver } from './kafkajs-driver.ts';
 import { PlatformaticDriver } from './platformatic-driver.ts';
+
+type KafkaClient = (typeof kafkaClients)[number];
 
 const drivers = new WeakMap<WorkerConfig, KafkaDriver>();
 
@@ -33,22 +36,42 @@ export function kafkaDriverFor(
     connection: kafka,
     connectionTimeoutMs: kafka.connectionTimeoutMs,
   };
+  const client = kafkaClientFor(config);
   const driver =
-    kafka.client === 'platformatic'
+    client === 'platformatic'
       ? new PlatformaticDriver(common)
       : new KafkajsDriver({ ...common, authenticationTimeoutMs: kafka.authenticationTimeoutMs });
-  for (const note of fallbacksOf(config.delivery.mode, driver.features))
+  for (const note of fallbacksOf(config.delivery.mode, driver.features, kafka.client))
     logger.warn({ client: driver.features.client, mode: config.delivery.mode }, note);
   drivers.set(config, driver);
   return driver;
+}
+
+/**
+ * The client a worker uses: the one the config names, else @platformatic/kafka (maintained, keeps
+ * the lanes of partitions a rebalance leaves in place) for at-least-once and kafkajs for
+ * exactly-once. In ten consecutive kill -9 runs of the exactly-once delivery test, kafkajs had no
+ * duplicate in any and the platformatic driver re-delivered one transaction's 500 records in one
+ * (docs/sources-and-sinks.md#which-client); exactly-once stays on the client that held.
+ */
+export function kafkaClientFor(config: WorkerConfig): KafkaClient {
+  return (
+    config.connections.kafka?.client ??
+    (config.delivery.mode === 'exactly-once' ? 'kafkajs' : 'platformatic')
+  );
 }
 
 /** What the delivery mode would use and this client lacks, with the fallback in use. */
 export function fallbacksOf(
   mode: WorkerConfig['delivery']['mode'],
   features: DriverFeatures,
+  chosen?: KafkaClient,
 ): string[] {
   const notes: string[] = [];
+  if (mode === 'exactly-once' && chosen === 'platformatic')
+    notes.push(
+      'exactly-once with connections.kafka.client platformatic: one of ten kill -9 test runs re-delivered a transaction (docs/sources-and-sinks.md#which-client); leave client unset to use kafkajs for exactly-once',
+    );
   const other = features.client === 'kafkajs' ? 'platformatic' : 'kafkajs';
   if (!features.keepsPartitions)
     notes.push(
