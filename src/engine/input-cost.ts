@@ -6,8 +6,10 @@
 import { findTask } from '../pipelines/registry.ts';
 import { UNIT_COST, type CostMeter, type InputCost } from '../pipelines/task-definition.ts';
 import type { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
+import { PREFIX_CHARACTERS_PER_TOKEN, wordPrefix } from '../pipelines/runtime/word-prefix.ts';
 
 export type { InputCost };
+export { wordPrefix };
 
 export interface CostContext {
   task: string;
@@ -23,21 +25,6 @@ export interface CostContext {
 export function estimateTokens(text: string, pair?: string): number {
   const characters = text.length + (pair?.length ?? 0);
   return Math.ceil(characters / 4) + (pair === undefined ? 2 : 3);
-}
-
-/** Characters per token a prefix is given: well above English's ~4.5, so it rarely falls short. */
-const PREFIX_CHARACTERS_PER_TOKEN = 8;
-
-/**
- * The text cut at a whitespace at most `characters` in, or undefined when the text is no longer.
- * Tokenizers split words at whitespace before anything else, so the cut prefix's tokens are
- * exactly the first tokens of the whole text: if the prefix alone reaches the cap, so does the
- * text, and the rest need never be tokenized.
- */
-export function wordPrefix(text: string, characters: number): string | undefined {
-  if (!Number.isFinite(characters) || text.length <= characters) return undefined;
-  const cut = text.lastIndexOf(' ', characters);
-  return cut > 0 ? text.slice(0, cut) : undefined;
 }
 
 export async function inputCost(input: unknown, context: CostContext): Promise<InputCost> {

@@ -19,6 +19,10 @@ const long = [
   'x'.repeat(50_000),
   `${'supercalifragilistic '.repeat(10)}${'a'.repeat(20_000)}`,
   `${'word '.repeat(3_000)}`,
+  // Runs of spaces: a byte-level pre-tokenizer groups them, so a cut inside a run changes the
+  // token at the cut.
+  `${'two  spaces   three    four '.repeat(1_000)}`,
+  texts.join('   ').replaceAll(' ', '  '),
 ];
 
 describe('word-aligned prefix pricing', () => {
@@ -51,6 +55,34 @@ describe('word-aligned prefix pricing', () => {
           if (wordPrefix(text, cap * 8) !== undefined) prefixed += 1;
         }
         // The prefix path was taken (the test would prove nothing otherwise).
+        expect(prefixed).toBeGreaterThan(5);
+      }
+    });
+  }
+
+  for (const [name, folder] of [
+    ['WordPiece (all-MiniLM-L6-v2)', 'models/all-MiniLM-L6-v2-int8'],
+    ['byte-level BPE (roberta fixture)', 'test/fixtures/models/roberta-text-classification'],
+  ] as const) {
+    it(`a truncating encode reads only the prefix and equals the whole text's: ${name}`, async () => {
+      const tokenizer = await TextTokenizer.load(join(ROOT, folder));
+      for (const cap of [16, 128]) {
+        const all = [...texts, ...long];
+        const cut = await tokenizer.encode(all, { maxLength: cap });
+        const whole = await tokenizer.encode(all, { truncation: false });
+        let prefixed = 0;
+        all.forEach((text, i) => {
+          const full = whole[i]!;
+          const got = cut[i]!;
+          if (wordPrefix(text, cap * 8) !== undefined) prefixed += 1;
+          // One special token first and one last, as both tokenizers' templates add.
+          const keep = <T>(xs: readonly T[]): T[] =>
+            xs.length <= cap ? [...xs] : [...xs.slice(0, cap - 1), xs.at(-1)!];
+          expect(got.ids, `text ${i}`).toEqual(keep(full.ids));
+          expect(got.offsets).toEqual(keep(full.offsets));
+          expect(got.attentionMask).toEqual(keep(full.attentionMask));
+          expect(got.specialTokensMask).toEqual(keep(full.specialTokensMask));
+        });
         expect(prefixed).toBeGreaterThan(5);
       }
     });

@@ -9,6 +9,7 @@ import {
   type TruncationStrategy as RustTruncationStrategy,
 } from 'tokenizers';
 import { InputError, ModelFolderError } from '../../errors.ts';
+import { PREFIX_CHARACTERS_PER_TOKEN, wordPrefix } from './word-prefix.ts';
 
 export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
@@ -157,6 +158,57 @@ export class TextTokenizer {
     options: EncodeOptions = {},
   ): Promise<TokenizedText[]> {
     for (const [i, input] of inputs.entries()) assertTextInput(input, i);
+    const cap = this.prefixCap(options);
+    if (cap !== undefined && inputs.every((input) => typeof input === 'string'))
+      return this.encodePrefixes(inputs, cap, options);
+    return this.encodeWhole(inputs, options);
+  }
+
+  /**
+   * Where a truncating encode of single texts may stop reading: its length cap, when truncation
+   * keeps the start (right side) and no overflowing windows are asked for.
+   */
+  private prefixCap(options: EncodeOptions): number | undefined {
+    const maxLength = options.maxLength ?? this.maxLength;
+    if (options.truncation === false || options.stride || maxLength === undefined) return undefined;
+    return this.config.truncation_side === 'left' ? undefined : maxLength;
+  }
+
+  /**
+   * Long texts are encoded from a word-aligned prefix (word-prefix.ts). Only a prefix that
+   * truncation cut (it overflowed) is kept: the token at the cut, which a run of spaces can make
+   * differ from the whole text's, is then among the dropped ones. Any other is encoded again
+   * whole, so the result always equals the whole text's.
+   */
+  private async encodePrefixes(
+    texts: readonly string[],
+    cap: number,
+    options: EncodeOptions,
+  ): Promise<TokenizedText[]> {
+    const prefixes = texts.map((text) => wordPrefix(text, cap * PREFIX_CHARACTERS_PER_TOKEN));
+    const encoded = await this.encodeWhole(
+      texts.map((text, i) => prefixes[i] ?? text),
+      options,
+    );
+    const short = encoded.flatMap((e, i) =>
+      prefixes[i] !== undefined && e.overflowing.length === 0 ? [i] : [],
+    );
+    if (short.length > 0) {
+      const whole = await this.encodeWhole(
+        short.map((i) => texts[i] as string),
+        options,
+      );
+      short.forEach((i, k) => (encoded[i] = whole[k]!));
+    }
+    // The prefix's overflow is not the text's; no caller here asked for it (no stride).
+    for (const [i, e] of encoded.entries()) if (prefixes[i] !== undefined) e.overflowing = [];
+    return encoded;
+  }
+
+  private async encodeWhole(
+    inputs: readonly TextInput[],
+    options: EncodeOptions,
+  ): Promise<TokenizedText[]> {
     const tokenizer = this.instance(options);
     const encodeOptions = { addSpecialTokens: options.addSpecialTokens ?? true };
     // encodeBatch takes single sequences only; pairs go through encode one by one.
