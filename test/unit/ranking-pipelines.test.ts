@@ -4,10 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, InputError } from '../../src/errors.ts';
 import { CrossEncoderPipeline } from '../../src/pipelines/text/cross-encoder.ts';
 import { TokenClassificationPipeline } from '../../src/pipelines/text/token-classification.ts';
-import {
-  pythonFormat,
-  ZeroShotClassificationPipeline,
-} from '../../src/pipelines/text/zero-shot-classification.ts';
+import { pythonFormat } from '../../src/pipelines/runtime/candidate-labels.ts';
+import { ZeroShotClassificationPipeline } from '../../src/pipelines/text/zero-shot-classification.ts';
 import { useModelStore } from '../parity/store.ts';
 
 const load = useModelStore();

@@ -2,15 +2,18 @@
 // each (sequence, "This example is <label>.") pair is one premise/hypothesis row, and the
 // entailment logits of a sequence's rows become its label scores.
 import { z } from 'zod';
-import { ConfigError, InputError } from '../../errors.ts';
+import { InputError } from '../../errors.ts';
 import { softmax } from '../runtime/math.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
+import { checkCandidateLabels, labelsOf, pythonFormat } from '../runtime/candidate-labels.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { assertString } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
 import type { TokenizedText } from '../runtime/text-tokenizer.ts';
+
+const TASK = 'zeroShotClassification';
 
 export const zeroShotClassificationOptionsSchema = z
   .object({
@@ -22,38 +25,7 @@ export const zeroShotClassificationOptionsSchema = z
     multiLabel: z.boolean().default(false),
   })
   .strict()
-  // Checked here rather than when the model loads, so that validate-config finds them too.
-  .superRefine((options, ctx) => {
-    const [first] = labelsOf(options.candidateLabels);
-    if (first === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['candidateLabels'],
-        message: `${TASK}: candidateLabels must name at least one label`,
-      });
-      return;
-    }
-    const template = options.hypothesisTemplate;
-    let problem: string | undefined;
-    try {
-      if (pythonFormat(template, first) === template)
-        problem = `${TASK}: hypothesisTemplate "${template}" has no {} where the label should go`;
-    } catch (err) {
-      problem = err instanceof Error ? err.message : String(err);
-    }
-    if (problem !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['hypothesisTemplate'], message: problem });
-  });
-
-/** A string is split on commas, as Python does; blank labels are dropped. */
-export function labelsOf(candidateLabels: string | string[]): string[] {
-  return typeof candidateLabels === 'string'
-    ? candidateLabels
-        .split(',')
-        .map((label) => label.trim())
-        .filter((label) => label !== '')
-    : candidateLabels;
-}
+  .superRefine(checkCandidateLabels(TASK));
 
 export type ZeroShotClassificationOptions = z.input<typeof zeroShotClassificationOptionsSchema>;
 
@@ -63,8 +35,6 @@ export interface ZeroShotResult {
   labels: string[];
   scores: number[];
 }
-
-const TASK = 'zeroShotClassification';
 
 export class ZeroShotClassificationPipeline extends BasePipeline<
   string,
@@ -168,22 +138,6 @@ function entailmentIdOf(model: LoadedModel): number {
 /** numpy indexing: a negative index counts from the end. */
 function pythonIndex(values: Float32Array, index: number): number {
   return values[index < 0 ? values.length + index : index] ?? Number.NaN;
-}
-
-/**
- * `str.format` with one positional argument: `{}` and `{0}` take the label, `{{` and `}}` are
- * literal braces. Anything else in braces would fail in Python too.
- */
-export function pythonFormat(template: string, label: string): string {
-  return template.replace(/\{\{|\}\}|\{0?\}|\{[^}]*\}?|\}/g, (field) => {
-    if (field === '{{') return '{';
-    if (field === '}}') return '}';
-    if (field === '{}' || field === '{0}') return label;
-    throw new ConfigError(
-      `hypothesisTemplate: '${field}' is not supported; use {} for the label and {{ }} for braces`,
-      { field: 'options.hypothesisTemplate' },
-    );
-  });
 }
 
 export const zeroShotClassificationTask: TaskDefinition = {

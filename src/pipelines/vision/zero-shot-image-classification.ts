@@ -14,7 +14,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, row, textFeeds, type Feeds } from '../runtime/tensors.ts';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
-import { labelsOf, pythonFormat } from '../text/zero-shot-classification.ts';
+import { checkCandidateLabels, labelsOf, pythonFormat } from '../runtime/candidate-labels.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
 import { imageInput } from './image-input-schema.ts';
 import {
@@ -23,6 +23,8 @@ import {
   type ImagePreprocessor,
 } from './image-preprocess.ts';
 import { pixelGroups, pixelInputName } from './pixel-batch.ts';
+
+const TASK = 'zeroShotImageClassification';
 
 export const zeroShotImageClassificationOptionsSchema = z
   .object({
@@ -37,28 +39,7 @@ export const zeroShotImageClassificationOptionsSchema = z
     logitScale: z.number().positive().optional(),
   })
   .strict()
-  // Checked here rather than when the model loads, so that validate-config finds them too.
-  .superRefine((options, ctx) => {
-    const [first] = labelsOf(options.candidateLabels);
-    if (first === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['candidateLabels'],
-        message: `${TASK}: candidateLabels must name at least one label`,
-      });
-      return;
-    }
-    const template = options.hypothesisTemplate;
-    let problem: string | undefined;
-    try {
-      if (pythonFormat(template, first) === template)
-        problem = `${TASK}: hypothesisTemplate "${template}" has no {} where the label should go`;
-    } catch (err) {
-      problem = err instanceof Error ? err.message : String(err);
-    }
-    if (problem !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['hypothesisTemplate'], message: problem });
-  });
+  .superRefine(checkCandidateLabels(TASK));
 
 export type ZeroShotImageClassificationOptions = z.input<
   typeof zeroShotImageClassificationOptionsSchema
@@ -69,7 +50,6 @@ export interface ImageLabelScore {
   score: number;
 }
 
-const TASK = 'zeroShotImageClassification';
 const OUTPUT = 'logits_per_image';
 
 interface Towers {

@@ -11,7 +11,7 @@ import { ModelFolderError } from '../../errors.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, row, textFeeds, type Feeds, type FloatOutput } from '../runtime/tensors.ts';
 import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
-import { labelsOf } from '../text/zero-shot-classification.ts';
+import { labelsOf } from '../runtime/candidate-labels.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
 import { imageInput } from './image-input-schema.ts';
 import {
