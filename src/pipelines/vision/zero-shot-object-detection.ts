@@ -4,6 +4,7 @@
 // truncated to whole pixels, all of an image's detections sorted best first. Python runs one
 // model call per (image, label); here an image batch runs once with every label as a query (the
 // queries are padded and masked, so each scores as it would alone).
+import type { Box, Detection } from './object-detection.ts';
 import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -38,19 +39,9 @@ export const zeroShotObjectDetectionOptionsSchema = z
 
 export type ZeroShotObjectDetectionOptions = z.input<typeof zeroShotObjectDetectionOptionsSchema>;
 
-/** Corners in whole pixels of the input image, as Python's `box.int()` truncates them. */
-export interface Box {
-  xmin: number;
-  ymin: number;
-  xmax: number;
-  ymax: number;
-}
-
-export interface Detection {
-  score: number;
-  label: string;
-  box: Box;
-}
+// Boxes are Box's corners in whole pixels here: Python's zero-shot pipeline truncates them
+// (`box.int()`), where object detection keeps fractions.
+export type { Box, Detection };
 
 const TASK = 'zeroShotObjectDetection';
 const f = Math.fround;
