@@ -96,6 +96,12 @@ def main() -> None:
         result = segmentation.build_background()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("sam-mask-generation"):
+        from kit import sam
+
+        result = sam.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("clip-zero-shot-image-classification"):
         from kit import clip
 

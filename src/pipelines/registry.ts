@@ -20,6 +20,7 @@ import {
 } from './seq2seq/seq2seq-tasks.ts';
 import { tabularTask } from './tabular/tabular.ts';
 import { imageSegmentationTask } from './vision/image-segmentation.ts';
+import { maskGenerationTask } from './vision/mask-generation.ts';
 import { backgroundRemovalTask } from './vision/background-removal.ts';
 import { batchSafe } from './runtime/row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
@@ -49,6 +50,7 @@ const TASKS = [
   depthEstimationTask,
   audioClassificationTask,
   imageSegmentationTask,
+  maskGenerationTask,
   backgroundRemovalTask,
   zeroShotImageClassificationTask,
   zeroShotObjectDetectionTask,

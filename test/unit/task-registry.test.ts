@@ -34,6 +34,7 @@ describe('task registry', () => {
       'depthEstimation',
       'audioClassification',
       'imageSegmentation',
+      'maskGeneration',
       'backgroundRemoval',
       'zeroShotImageClassification',
       'zeroShotObjectDetection',
@@ -75,6 +76,10 @@ describe('task registry', () => {
       depthEstimation: ['aGk=', new Uint8Array([1])],
       audioClassification: ['aGk=', new Uint8Array([1])],
       visualQuestionAnswering: [{ image: 'aGk=', question: 'q' }],
+      maskGeneration: [
+        { image: 'aGk=', points: [[1, 2]], labels: [0] },
+        { image: new Uint8Array([1]), boxes: [[0, 0, 4, 4]] },
+      ],
       documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
     };
     for (const [task, inputs] of Object.entries(good))
