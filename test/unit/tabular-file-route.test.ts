@@ -1,45 +1,17 @@
 // Tabular rows through the file route: JSONL records in, scikit-learn's predictions out (checked
 // against its goldens), malformed rows in the dead-letter file with the stage and the reason.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfigFile, parseConfigText } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/logger.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { compareDeep } from '../parity/compare.ts';
 import { readGoldens } from '../parity/goldens.ts';
+import { type DeadLetter, readJsonl, runToEnd, scratchDir } from '../helpers/file-route.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = 'sklearn-gradient-boosting-wine';
 const MODEL_PATH = join(ROOT, 'test', 'fixtures', 'models', MODEL);
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-tabular-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-interface DeadLetter {
-  value: string;
-  headers: Record<string, string>;
-}
-
-async function readJsonl<T>(path: string): Promise<T[]> {
-  return (await readFile(path, 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as T);
-}
-
-async function runToEnd(config: Parameters<typeof StreamWorker.start>[0]): Promise<StreamWorker> {
-  const worker = await StreamWorker.start(config, { logger: silentLogger });
-  await worker.finished;
-  await worker.stop(10_000);
-  return worker;
-}
+const dir = scratchDir('tabular-route');
 
 describe('tabular file route', () => {
   it("writes scikit-learn's predictions for every good row, in order, and dead-letters the bad ones with the reason", async () => {
@@ -72,7 +44,7 @@ describe('tabular file route', () => {
     const lines = good.map((r) => JSON.stringify(r));
     // Spread among the good rows, so each bad one would share a batch with good ones.
     bad.forEach((line, i) => lines.splice(3 + i * 7, 0, line));
-    const input = join(dir, 'wine.jsonl');
+    const input = dir.file('wine.jsonl');
     await writeFile(input, lines.join('\n'));
     const config = parseConfigText(
       `
@@ -83,14 +55,14 @@ routes:
     pipeline: cultivar
     input: { field: features }
     output: { field: prediction }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
 `,
       {},
     );
     const worker = await runToEnd(config);
 
-    const out = await readJsonl<{ id: string; prediction: unknown }>(join(dir, 'out.jsonl'));
+    const out = await readJsonl<{ id: string; prediction: unknown }>(dir.file('out.jsonl'));
     expect(out.map((r) => r.id)).toEqual(good.map((r) => r.id));
     const comparison = compareDeep(
       out.map((r) => r.prediction),
@@ -99,7 +71,7 @@ routes:
     );
     expect(comparison.differences).toEqual([]);
 
-    const dlq = await readJsonl<DeadLetter>(join(dir, 'dlq.jsonl'));
+    const dlq = await readJsonl<DeadLetter>(dir.file('dlq.jsonl'));
     const byId = new Map(dlq.map((d) => [(JSON.parse(d.value) as { id: string }).id, d.headers]));
     expect(byId.get('infinite')).toMatchObject({
       'hugot.error.stage': 'validate',
@@ -133,8 +105,8 @@ routes:
   });
 
   it('runs the worked example, config/tabular-demo.yaml, as its comments say', async () => {
-    const output = join(dir, 'demo.jsonl');
-    const dead = join(dir, 'demo-dlq.jsonl');
+    const output = dir.file('demo.jsonl');
+    const dead = dir.file('demo-dlq.jsonl');
     const config = await loadConfigFile(join(ROOT, 'config', 'tabular-demo.yaml'), {
       HUGOT_TABULAR_INPUT: join(ROOT, 'test', 'fixtures', 'tabular', 'iris-rows.jsonl'),
       HUGOT_TABULAR_OUTPUT: output,
