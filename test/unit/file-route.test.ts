@@ -1,26 +1,17 @@
 // The embedded default end to end: JSONL in, a real model, JSONL out, refused lines to the DLQ.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { createHugot } from '../../src/hugot.ts';
-import { silentLogger } from '../../src/logger.ts';
 import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
+import { readDeadLetters, readJsonl, runToEnd, scratchDir } from '../helpers/file-route.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-file-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = scratchDir('file-route');
 
 describe('file route (the embedded default)', () => {
   it('writes every good line in input order and dead-letters the bad ones, untouched, with the reason', async () => {
@@ -34,7 +25,7 @@ describe('file route (the embedded default)', () => {
     lines.splice(10, 0, JSON.stringify({ id: 'no-text' }));
     lines.splice(20, 0, JSON.stringify({ id: 'number', text: 42 }));
     lines.splice(30, 0, Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d]));
-    const input = join(dir, 'in.jsonl');
+    const input = dir.file('in.jsonl');
     await writeFile(
       input,
       Buffer.concat(lines.map((l) => Buffer.concat([Buffer.from(l), Buffer.from('\n')]))),
@@ -48,16 +39,14 @@ routes:
   - source: { type: file, path: ${JSON.stringify(input)} }
     pipeline: classify
     output: { field: labels }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
+    const worker = await runToEnd(config);
 
-    const out = (await readFile(join(dir, 'out.jsonl'), 'utf8'))
+    const out = (await readFile(dir.file('out.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { id: string; text: string; labels: LabelScore[] });
@@ -80,7 +69,7 @@ routes:
       r.labels.forEach((l, j) => expect(l.score).toBeCloseTo(direct[i]?.[j]?.score ?? NaN, 5));
     });
 
-    const dlq = (await readFile(join(dir, 'dlq.jsonl'), 'utf8'))
+    const dlq = (await readFile(dir.file('dlq.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map(
@@ -119,7 +108,7 @@ routes:
       JSON.stringify({ id: 'taken', text: 'see you', labels: 'mine' }),
       JSON.stringify({ id: 'b', text: 'Lunch tomorrow?' }),
     ];
-    const input = join(dir, 'pills.jsonl');
+    const input = dir.file('pills.jsonl');
     await writeFile(input, lines.join('\n'));
     const config = parseConfigText(
       `
@@ -129,15 +118,13 @@ routes:
   - source: { type: file, path: ${JSON.stringify(input)} }
     pipeline: classify
     output: { field: labels }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'pills-out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'pills-dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('pills-out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('pills-dlq.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
-    const out = (await readFile(join(dir, 'pills-out.jsonl'), 'utf8')).trim().split('\n');
+    const worker = await runToEnd(config);
+    const out = (await readFile(dir.file('pills-out.jsonl'), 'utf8')).trim().split('\n');
     expect(out).toHaveLength(3);
     // Every byte of the input is kept; the result is added beside it.
     for (const [i, line] of [lines[0], lines[2], lines[4]].entries()) {
@@ -147,10 +134,7 @@ routes:
         /^,"labels":\[\{"label":"\w+","score":[\d.e-]+\}\]\}$/,
       );
     }
-    const dlq = (await readFile(join(dir, 'pills-dlq.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { value: string; headers: Record<string, string> });
+    const dlq = await readDeadLetters(dir.file('pills-dlq.jsonl'));
     expect(dlq.map((d) => d.headers['hugot.error.code'])).toEqual([
       'JSON_TOO_DEEP',
       'OUTPUT_FIELD_EXISTS',
@@ -166,7 +150,7 @@ routes:
   });
 
   it('dead-letters an input the model refuses at the inference stage, between good ones', async () => {
-    const input = join(dir, 'masks.jsonl');
+    const input = dir.file('masks.jsonl');
     const texts = [
       'The [MASK] is late.',
       'no mask here',
@@ -181,23 +165,15 @@ pipelines: { fill: { task: fillMask, model: mlm, options: { topK: 1 } } }
 routes:
   - source: { type: file, path: ${JSON.stringify(input)} }
     pipeline: fill
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'masks-out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'masks-dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('masks-out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('masks-dlq.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
-    const out = (await readFile(join(dir, 'masks-out.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { id: number });
+    await runToEnd(config);
+    const out = await readJsonl<{ id: number }>(dir.file('masks-out.jsonl'));
     expect(out.map((r) => r.id)).toEqual([0, 2, 3]);
-    const [dead] = (await readFile(join(dir, 'masks-dlq.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { value: string; headers: Record<string, string> });
+    const [dead] = await readDeadLetters(dir.file('masks-dlq.jsonl'));
     expect(dead?.value).toBe(JSON.stringify({ id: 1, text: 'no mask here' }));
     expect(dead?.headers).toMatchObject({
       'hugot.error.stage': 'inference',
@@ -207,7 +183,7 @@ routes:
   });
 
   it("is what the README's first command runs: the demo config on the committed model", async () => {
-    const output = join(dir, 'demo.jsonl');
+    const output = dir.file('demo.jsonl');
     const { stderr } = await promisify(execFile)(
       process.execPath,
       ['src/cli/main.ts', 'run', '--config', 'config/demo.yaml'],
@@ -216,7 +192,7 @@ routes:
         env: {
           ...process.env,
           HUGOT_DEMO_OUTPUT: output,
-          HUGOT_DEMO_DLQ: join(dir, 'demo-dlq.jsonl'),
+          HUGOT_DEMO_DLQ: dir.file('demo-dlq.jsonl'),
           HUGOT_LOG_LEVEL: 'warn',
         },
       },

@@ -1,45 +1,31 @@
 // Image tasks end to end through the file source: a base64 image field in JSONL records, real
 // fixture models, results merged into each record (depth maps as base64 PNG), and refused images
 // dead-lettered untouched with the reason, between good records that keep their order.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/logger.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { DepthEstimationPipeline } from '../../src/pipelines/vision/depth-estimation.ts';
 import {
   ObjectDetectionPipeline,
   type Detection,
 } from '../../src/pipelines/vision/object-detection.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
+import {
+  type DeadLetter,
+  readDeadLetters,
+  readJsonl,
+  runToEnd,
+  scratchDir,
+} from '../helpers/file-route.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 const DETR = join(FIXTURES, 'detr-object-detection');
 const GLPN = join(FIXTURES, 'glpn-depth-estimation');
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-image-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = scratchDir('image-route');
 
 const base64 = async (path: string): Promise<string> => (await readFile(path)).toString('base64');
-const jsonl = (text: string): Record<string, unknown>[] =>
-  text
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-
-interface DeadLetter {
-  value: string;
-  headers: Record<string, string>;
-}
-
 describe('image routes through the file source', () => {
   it('detect objects and estimate depth per record; refused images go to the DLQ with the reason', async () => {
     const images = ['gradient_48x40_rgb.png', 'stripes_100x40_rgb.png', 'shapes_64x64_rgb.png'];
@@ -56,8 +42,8 @@ describe('image routes through the file source', () => {
       { id: 'huge', image: big.toString('base64') },
       { id: 'c', image: await base64(join(folder, 'images', images[2] as string)) },
     ];
-    const detectIn = join(dir, 'frames.jsonl');
-    const depthIn = join(dir, 'scenes.jsonl');
+    const detectIn = dir.file('frames.jsonl');
+    const depthIn = dir.file('scenes.jsonl');
     await writeFile(detectIn, (await records(DETR)).map((r) => JSON.stringify(r)).join('\n'));
     const depthRecords = await records(GLPN);
     // 24x20 has no side left after GLPN's multiple-of-32 resize: refused by the pipeline.
@@ -66,7 +52,7 @@ describe('image routes through the file source', () => {
       image: await base64(join(GLPN, 'images', 'noise_24x20_gray.png')),
     });
     await writeFile(depthIn, depthRecords.map((r) => JSON.stringify(r)).join('\n'));
-    const out = (name: string): string => JSON.stringify(join(dir, name));
+    const out = (name: string): string => JSON.stringify(dir.file(name));
     const config = parseConfigText(
       `
 models:
@@ -92,9 +78,7 @@ routes:
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
+    await runToEnd(config);
 
     const store = new ModelStore();
     const detector = new ObjectDetectionPipeline(await store.load({ path: DETR }));
@@ -103,7 +87,7 @@ routes:
     const expectedDepth = await estimator.run(images.map((i) => join(GLPN, 'images', i)));
     await store.close();
 
-    const objects = jsonl(await readFile(join(dir, 'objects.jsonl'), 'utf8'));
+    const objects = await readJsonl(dir.file('objects.jsonl'));
     expect(objects.map((r) => r['id'])).toEqual(['a', 'b', 'c']);
     objects.forEach((record, i) => {
       const found = record['objects'] as Detection[];
@@ -116,7 +100,7 @@ routes:
       );
     });
 
-    const depth = jsonl(await readFile(join(dir, 'depth.jsonl'), 'utf8'));
+    const depth = await readJsonl(dir.file('depth.jsonl'));
     expect(depth.map((r) => r['id'])).toEqual(['a', 'b', 'c']);
     for (const [i, record] of depth.entries()) {
       const png = Buffer.from((record['depth'] as { depth: string }).depth, 'base64');
@@ -125,8 +109,7 @@ routes:
       expect([meta.format, meta.channels]).toEqual(['png', 1]);
     }
 
-    const dead = async (name: string): Promise<DeadLetter[]> =>
-      jsonl(await readFile(join(dir, name), 'utf8')) as unknown as DeadLetter[];
+    const dead = (name: string): Promise<DeadLetter[]> => readDeadLetters(dir.file(name));
     const detectDead = await dead('objects-dlq.jsonl');
     const depthDead = await dead('depth-dlq.jsonl');
     for (const letters of [detectDead, depthDead]) {

@@ -1,29 +1,20 @@
 // Image tasks end to end through the file source: JSONL records holding base64 images, the real
 // SegFormer and OWL-ViT models in worker threads, masks written back as base64 PNG, and refused images
 // dead-lettered with their reason.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { createHugot } from '../../src/hugot.ts';
-import { silentLogger } from '../../src/logger.ts';
 import type { Segment } from '../../src/pipelines/vision/image-segmentation.ts';
 import type { Detection } from '../../src/pipelines/vision/zero-shot-object-detection.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
+import { readDeadLetters, runToEnd, scratchDir } from '../helpers/file-route.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = join(ROOT, 'test', 'fixtures', 'models', 'segformer-semantic-segmentation');
 const IMAGES = ['gradient_48x40_rgb.png', 'shapes_64x64_rgb.png', 'noise_24x20_gray.png'];
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-segmentation-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = scratchDir('segmentation-route');
 
 describe('image tasks through the file route', () => {
   it('writes masks as base64 PNG beside each record and dead-letters images it cannot read', async () => {
@@ -44,7 +35,7 @@ describe('image tasks through the file route', () => {
       { id: 'huge', image: huge.toString('base64') },
       { id: 'c', image: `data:image/png;base64,${(pngs[2] as Buffer).toString('base64')}` },
     ];
-    const input = join(dir, 'in.jsonl');
+    const input = dir.file('in.jsonl');
     await writeFile(input, lines.map((l) => JSON.stringify(l)).join('\n'));
     const config = parseConfigText(
       `
@@ -56,16 +47,14 @@ routes:
     pipeline: segment
     input: { field: image }
     output: { field: segments }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
+    const worker = await runToEnd(config);
 
-    const out = (await readFile(join(dir, 'out.jsonl'), 'utf8'))
+    const out = (await readFile(dir.file('out.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map(
@@ -91,10 +80,7 @@ routes:
       );
     });
 
-    const dlq = (await readFile(join(dir, 'dlq.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { value: string; headers: Record<string, string> });
+    const dlq = await readDeadLetters(dir.file('dlq.jsonl'));
     // Refused records come out in the order they were refused: the route checks the image's
     // header before it joins a batch, the truncated PNG (its header is intact) fails when an
     // inference thread decodes it, alone, without failing its batch mates.
@@ -131,7 +117,7 @@ routes:
   it('runs an image task whose model has a tokenizer too (OWL-ViT): labels from the options', async () => {
     const owl = join(ROOT, 'test', 'fixtures', 'models', 'owlvit-zero-shot-object-detection');
     const pngs = await Promise.all(IMAGES.map((name) => readFile(join(owl, 'images', name))));
-    const input = join(dir, 'owl.jsonl');
+    const input = dir.file('owl.jsonl');
     await writeFile(
       input,
       pngs.map((png, i) => JSON.stringify({ id: i, image: png.toString('base64') })).join('\n'),
@@ -146,14 +132,12 @@ routes:
     pipeline: find
     input: { field: image }
     output: { field: objects }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'owl-out.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('owl-out.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
-    const out = (await readFile(join(dir, 'owl-out.jsonl'), 'utf8'))
+    await runToEnd(config);
+    const out = (await readFile(dir.file('owl-out.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { id: number; objects: Detection[] });

@@ -2,26 +2,17 @@
 // points or boxes, the real tiny SAM fixture (two ONNX sessions) in a worker thread, each prompt's
 // masks written back as base64 PNG with their scores, and records whose prompts or image cannot be
 // read dead-lettered with the reason.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/logger.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { MaskGenerationPipeline } from '../../src/pipelines/vision/mask-generation.ts';
 import type { MaskGenerationInput } from '../../src/pipelines/vision/sam-prompts.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
+import { readDeadLetters, runToEnd, scratchDir } from '../helpers/file-route.ts';
 
 const SAM = join(import.meta.dirname, '..', 'fixtures', 'models', 'sam-mask-generation');
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-sam-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = scratchDir('sam-route');
 
 describe('maskGeneration through the file route', () => {
   it('masks per prompt as base64 PNG; bad prompts and corrupt images go to the DLQ', async () => {
@@ -53,7 +44,7 @@ describe('maskGeneration through the file route', () => {
         boxes: [[5, 20, 25, 50]],
       },
     ];
-    const input = join(dir, 'prompts.jsonl');
+    const input = dir.file('prompts.jsonl');
     await writeFile(input, records.map((r) => JSON.stringify(r)).join('\n'));
     const config = parseConfigText(
       `
@@ -64,14 +55,12 @@ routes:
     pipeline: segment
     input: { field: $ }
     output: { field: prompts }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
+    await runToEnd(config);
 
     const good = records.filter((r) => ['a', 'b', 'c'].includes(r.id));
     const store = new ModelStore();
@@ -83,7 +72,7 @@ routes:
     );
     await store.close();
 
-    const out = (await readFile(join(dir, 'out.jsonl'), 'utf8'))
+    const out = (await readFile(dir.file('out.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map(
@@ -102,10 +91,7 @@ routes:
       }),
     );
 
-    const dlq = (await readFile(join(dir, 'dlq.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { value: string; headers: Record<string, string> });
+    const dlq = await readDeadLetters(dir.file('dlq.jsonl'));
     const byId = new Map(dlq.map((d) => [(JSON.parse(d.value) as { id: string }).id, d.headers]));
     expect([...byId.keys()].sort()).toEqual(['bad-labels', 'corrupt', 'no-prompt']);
     expect(byId.get('no-prompt')?.['hugot.error.message']).toContain('needs points or boxes');

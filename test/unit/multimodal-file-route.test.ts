@@ -2,42 +2,28 @@
 // image and a question (visual QA) or words with their boxes (document QA), real fixture models,
 // answers merged into each record, and refused records dead-lettered untouched with the reason,
 // between good records that keep their order.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/logger.ts';
 import { DocumentQuestionAnsweringPipeline } from '../../src/pipelines/multimodal/document-question-answering.ts';
 import { VisualQuestionAnsweringPipeline } from '../../src/pipelines/multimodal/visual-question-answering.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
+import {
+  type DeadLetter,
+  readDeadLetters,
+  readJsonl,
+  runToEnd,
+  scratchDir,
+} from '../helpers/file-route.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'models');
 const VILT = join(FIXTURES, 'vilt-visual-question-answering');
 const LAYOUTLM = join(FIXTURES, 'layoutlm-document-question-answering');
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-multimodal-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = scratchDir('multimodal-route');
 
 const base64 = async (path: string): Promise<string> => (await readFile(path)).toString('base64');
-const jsonl = (text: string): Record<string, unknown>[] =>
-  text
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-
-interface DeadLetter {
-  value: string;
-  headers: Record<string, string>;
-}
-
 const WORDS: [string, [number, number, number, number]][] = [
   ['Invoice', [80, 110, 206, 140]],
   ['number:', [226, 110, 352, 140]],
@@ -68,11 +54,11 @@ describe('image + question routes through the file source', () => {
       { id: 'bad-box', question: 'Total?', wordBoxes: [['Total', [90, 10, 80, 20]]] },
       { id: 'e', question: 'What is the total?', wordBoxes: WORDS },
     ];
-    const vqaIn = join(dir, 'questions.jsonl');
-    const docIn = join(dir, 'documents.jsonl');
+    const vqaIn = dir.file('questions.jsonl');
+    const docIn = dir.file('documents.jsonl');
     await writeFile(vqaIn, vqa.map((r) => JSON.stringify(r)).join('\n'));
     await writeFile(docIn, docs.map((r) => JSON.stringify(r)).join('\n'));
-    const out = (name: string): string => JSON.stringify(join(dir, name));
+    const out = (name: string): string => JSON.stringify(dir.file(name));
     const config = parseConfigText(
       `
 models:
@@ -98,9 +84,7 @@ routes:
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
+    await runToEnd(config);
 
     const store = new ModelStore();
     const vqaPipeline = new VisualQuestionAnsweringPipeline(await store.load({ path: VILT }), {
@@ -120,7 +104,7 @@ routes:
     ]);
     await store.close();
 
-    const answers = jsonl(await readFile(join(dir, 'answers.jsonl'), 'utf8'));
+    const answers = await readJsonl(dir.file('answers.jsonl'));
     expect(answers.map((r) => r['id'])).toEqual(['a', 'b', 'c']);
     answers.forEach((record, i) => {
       const found = record['answers'] as { score: number; answer: string }[];
@@ -129,7 +113,7 @@ routes:
       // The record is merged into, not replaced: its image and question are still there.
       expect(record['question']).toBe(good[i]?.question);
     });
-    const docAnswers = jsonl(await readFile(join(dir, 'doc-answers.jsonl'), 'utf8'));
+    const docAnswers = await readJsonl(dir.file('doc-answers.jsonl'));
     expect(docAnswers.map((r) => r['id'])).toEqual(['d', 'e']);
     docAnswers.forEach((record, i) => {
       const found = record['answers'] as { answer: string; start: number; end: number }[];
@@ -138,8 +122,7 @@ routes:
       );
     });
 
-    const dead = async (name: string): Promise<DeadLetter[]> =>
-      jsonl(await readFile(join(dir, name), 'utf8')) as unknown as DeadLetter[];
+    const dead = (name: string): Promise<DeadLetter[]> => readDeadLetters(dir.file(name));
     const vqaDead = await dead('answers-dlq.jsonl');
     expect(vqaDead.map((d) => (JSON.parse(d.value) as { id: string }).id)).toEqual([
       'corrupt',

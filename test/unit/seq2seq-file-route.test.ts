@@ -1,32 +1,16 @@
 // Summarization through the file route: JSONL texts in, BART's summaries out (checked against the
 // Python goldens), an input longer than the model reads dead-lettered with the reason.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/logger.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
 import { readGoldens } from '../parity/goldens.ts';
+import { readJsonl, runToEnd, scratchDir } from '../helpers/file-route.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = 'bart-summarization';
 const MODEL_PATH = join(ROOT, 'test', 'fixtures', 'models', MODEL);
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-seq2seq-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function readJsonl<T>(path: string): Promise<T[]> {
-  return (await readFile(path, 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as T);
-}
+const dir = scratchDir('seq2seq-route');
 
 describe('summarization file route', () => {
   it("writes Python's summaries in order and dead-letters an over-long input with the reason", async () => {
@@ -37,7 +21,7 @@ describe('summarization file route', () => {
     const long = 'The meeting moved again because nobody could agree on a date. '.repeat(20);
     const lines = texts.map((text, i) => JSON.stringify({ id: `doc-${i}`, text }));
     lines.splice(1, 0, JSON.stringify({ id: 'long', text: long }));
-    const input = join(dir, 'docs.jsonl');
+    const input = dir.file('docs.jsonl');
     await writeFile(input, lines.join('\n'));
     const config = parseConfigText(
       `
@@ -49,23 +33,21 @@ routes:
     pipeline: summarize
     input: { field: text }
     output: { field: summary }
-    sink: { type: file, path: ${JSON.stringify(join(dir, 'out.jsonl'))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, 'dlq.jsonl'))} }
+    sink: { type: file, path: ${dir.quoted('out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
 `,
       {},
     );
-    const worker = await StreamWorker.start(config, { logger: silentLogger });
-    await worker.finished;
-    await worker.stop(10_000);
+    await runToEnd(config);
 
     const out = await readJsonl<{ id: string; summary: { summaryText: string } }>(
-      join(dir, 'out.jsonl'),
+      dir.file('out.jsonl'),
     );
     expect(out.map((r) => r.id)).toEqual(texts.map((_, i) => `doc-${i}`));
     expect(out.map((r) => r.summary.summaryText)).toEqual(expected.map((e) => e.summary_text));
 
     const dlq = await readJsonl<{ value: string; headers: Record<string, string> }>(
-      join(dir, 'dlq.jsonl'),
+      dir.file('dlq.jsonl'),
     );
     expect(dlq.map((d) => (JSON.parse(d.value) as { id: string }).id)).toEqual(['long']);
     expect(dlq[0]?.headers).toMatchObject({

@@ -2,14 +2,12 @@
 // schema's shape are written with it parsed, and a record whose output ran out of tokens
 // mid-object goes to the DLQ with OUTPUT_INVALID and the reason, on the generative engine and on
 // the batch path alike.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Ajv from 'ajv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/logger.ts';
-import { StreamWorker } from '../../src/worker/stream-worker.ts';
+import { runToEnd, scratchDir } from '../helpers/file-route.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'llama-causal-lm');
 const schema = {
@@ -21,14 +19,7 @@ const schema = {
   },
   required: ['label', 'urgent', 'note'],
 };
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hugot-structured-route-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = scratchDir('structured-route');
 
 interface Written {
   id: string;
@@ -42,7 +33,7 @@ async function runRoute(
   routeExtra: string,
   maxNewTokens = 80,
 ): Promise<{ out: Written[]; dlq: { value: string; headers: Record<string, string> }[] }> {
-  const input = join(dir, `${name}.jsonl`);
+  const input = dir.file(`${name}.jsonl`);
   await writeFile(input, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
   const config = parseConfigText(
     `
@@ -61,16 +52,14 @@ routes:
     input: { field: text }
     output: { field: out }
     ${routeExtra}
-    sink: { type: file, path: ${JSON.stringify(join(dir, `${name}-out.jsonl`))} }
-    dlq: { type: file, path: ${JSON.stringify(join(dir, `${name}-dlq.jsonl`))} }
+    sink: { type: file, path: ${dir.quoted(`${name}-out.jsonl`)} }
+    dlq: { type: file, path: ${dir.quoted(`${name}-dlq.jsonl`)} }
 `,
     {},
   );
-  const worker = await StreamWorker.start(config, { logger: silentLogger });
-  await worker.finished;
-  await worker.stop(10_000);
+  await runToEnd(config);
   const lines = async (file: string): Promise<string[]> =>
-    (await readFile(join(dir, file), 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+    (await readFile(dir.file(file), 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
   return {
     out: (await lines(`${name}-out.jsonl`)).map((l) => JSON.parse(l) as Written),
     dlq: (await lines(`${name}-dlq.jsonl`)).map(
