@@ -3,6 +3,7 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { batcherOptionsSchema } from '../batching/batcher-options.ts';
+import { GENERATIVE_TASKS } from '../generative/generative-tasks.ts';
 import { checkedAsWritten, checkWithSchema } from '../options/parse.ts';
 import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
 import { runtimeOptionsSchema } from '../pipelines/runtime/runtime-options.ts';
@@ -42,7 +43,7 @@ const pipelineSchema = z
     options: z.record(z.string(), z.unknown()).optional(),
     /** Over the worker's batching, for this pipeline (src/batching/batcher-options.ts). */
     batching: batchingSchema.optional(),
-    /** textGeneration only: run on the continuous-batching generative engine (docs/generative.md). */
+    /** textGeneration and encoder–decoder text tasks: run on the generative engine (docs/generative.md). */
     generative: generativePipelineSchema.optional(),
   })
   .strict()
@@ -53,12 +54,11 @@ const pipelineSchema = z
 function checkTaskFields(pipeline: unknown, ctx: z.RefinementCtx): void {
   if (pipeline === null || typeof pipeline !== 'object') return;
   const { task, options, generative } = pipeline as Record<string, unknown>;
-  if (generative !== undefined && typeof task === 'string' && task !== 'textGeneration')
+  if (generative !== undefined && typeof task === 'string' && !GENERATIVE_TASKS.includes(task))
     ctx.addIssue({
       code: 'custom',
       path: ['generative'],
-      message:
-        'only textGeneration pipelines run on the generative engine; remove it or use task textGeneration',
+      message: `only ${GENERATIVE_TASKS.join(', ')} pipelines run on the generative engine; remove it or use one of those tasks`,
     });
   const definition = typeof task === 'string' ? findTask(task) : undefined;
   // An unknown task has no options to check against; its name is reported on its own.

@@ -10,7 +10,6 @@
 // join, in one re-assembly of the batch at the end of the step. It runs on a worker thread
 // (generation-worker.ts); tests drive `step()` directly to control who arrives when.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
-import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
 import { emptyKvState, runStep } from '../pipelines/generation/kv-cache.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
@@ -19,15 +18,11 @@ import { formGroups, type DecodeGroup } from './decode-groups.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
 import { Sequence, type CancelReason } from './sequence.ts';
+import type { StepLoop, SubmitRequest } from './step-loop.ts';
 
-export interface SubmitRequest {
-  id: number;
-  input: unknown;
-  options?: GenerationOptions | undefined;
-  deadlineAt?: number | undefined;
-}
+export type { SubmitRequest } from './step-loop.ts';
 
-export class GenerationLoop {
+export class GenerationLoop implements StepLoop {
   private readonly pipeline: TextGenerationPipeline;
   private readonly scheduler: Scheduler<Sequence>;
   private readonly now: () => number;

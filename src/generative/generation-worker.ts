@@ -5,16 +5,16 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../errors.ts';
 import { ModelStore } from '../pipelines/runtime/model-store.ts';
-import { TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
-import { GenerationLoop } from './generation-loop.ts';
+import { createLoop } from './create-loop.ts';
 import type { FromWorker, GenerationWorkerSetup, SequenceEvent, ToWorker } from './protocol.ts';
+import type { StepLoop } from './step-loop.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('generation-worker.ts must run as a worker thread');
 const setup = workerData as GenerationWorkerSetup;
 const post = (message: FromWorker): void => port.postMessage(message);
 
-let loop: GenerationLoop | undefined;
+let loop: StepLoop | undefined;
 const early: ToWorker[] = [];
 let submitting = 0;
 let draining = false;
@@ -25,7 +25,7 @@ port.on('message', (message: ToWorker) => {
   else handle(loop, message);
 });
 
-function handle(target: GenerationLoop, message: ToWorker): void {
+function handle(target: StepLoop, message: ToWorker): void {
   switch (message.kind) {
     case 'submit':
       submitting += 1;
@@ -60,11 +60,11 @@ function poke(): void {
   resolve?.();
 }
 
-function send(events: SequenceEvent[], target: GenerationLoop): void {
+function send(events: SequenceEvent[], target: StepLoop): void {
   if (events.length > 0) post({ kind: 'events', events, stats: target.stats() });
 }
 
-async function run(target: GenerationLoop): Promise<void> {
+async function run(target: StepLoop): Promise<void> {
   for (;;) {
     if (target.idle && submitting === 0) {
       if (draining) {
@@ -84,10 +84,7 @@ async function run(target: GenerationLoop): Promise<void> {
 try {
   const store = new ModelStore();
   const model = await store.load(setup.model);
-  const pipeline = new TextGenerationPipeline(model, setup.generation, {
-    prefixCache: setup.prefixCache,
-  });
-  loop = new GenerationLoop(pipeline, setup.limits);
+  loop = await createLoop(model, setup);
   post({ kind: 'ready' });
   for (const message of early.splice(0)) handle(loop, message);
   await run(loop);

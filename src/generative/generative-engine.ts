@@ -3,7 +3,7 @@
 // each generation thread (never the main thread); this side only routes requests to the least
 // loaded thread, carries cancellation across, and signals admission pressure to sources.
 import { availableParallelism } from 'node:os';
-import { CancelledError, ClosedError, OverloadedError } from '../errors.ts';
+import { CancelledError, ClosedError, ConfigError, OverloadedError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import type { Pressure } from '../batching/batch-queue.ts';
@@ -17,6 +17,7 @@ import {
   type PrefixCacheOptions,
   type PrefixCacheStats,
 } from '../pipelines/generation/prefix-cache.ts';
+import { GENERATIVE_TASKS } from './generative-tasks.ts';
 import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';
@@ -24,6 +25,10 @@ import { compileSchedulerOptions, type SchedulerOptions } from './scheduler.ts';
 
 export interface GenerativeEngineOptions {
   model: ModelSpec;
+  /** textGeneration (default) or an encoder–decoder task: text2textGeneration, summarization, translation. */
+  task?: string;
+  /** An encoder–decoder task's pipeline options (textGeneration takes `generation`). */
+  pipelineOptions?: Record<string, unknown>;
   /** Defaults of every request; a request's own options override them field by field. */
   generation?: GenerationOptions;
   scheduler?: SchedulerOptions;
@@ -76,6 +81,13 @@ export class GenerativeEngine {
       'generative',
     );
     const limits = compileSchedulerOptions(options.scheduler, 'generative.scheduler');
+    const task = options.task ?? 'textGeneration';
+    if (!GENERATIVE_TASKS.includes(task)) {
+      throw new ConfigError(
+        `the generative engine runs ${GENERATIVE_TASKS.join(', ')}; not ${task}`,
+        { field: 'task' },
+      );
+    }
     const generation = options.generation ?? {};
     parseGenerationOptions(generation, 'generative.generation');
     const cuda = /^cuda:(\d+)$/.exec(device);
@@ -92,6 +104,8 @@ export class GenerativeEngine {
     };
     const setup = {
       model: { ...options.model, runtime },
+      task,
+      pipelineOptions: options.pipelineOptions ?? {},
       generation,
       limits,
       prefixCache,

@@ -11,6 +11,10 @@ import type { SchedulerLimits } from './scheduler.ts';
 /** What a worker loads once, at start. */
 export interface GenerationWorkerSetup {
   model: ModelSpec;
+  /** textGeneration (decoder-only), or an encoder–decoder task of the registry's. */
+  task: string;
+  /** An encoder–decoder pipeline's options (textGeneration's are `generation`). */
+  pipelineOptions: Record<string, unknown>;
   /** Options every request starts from; a request's own options override them field by field. */
   generation: GenerationOptions;
   limits: SchedulerLimits;

@@ -1,5 +1,5 @@
 // The generative engines of a worker: one GenerativeEngine (its own generation threads, session
-// and step loop) per textGeneration pipeline that opts in with `generative` and that a route uses.
+// and step loop) per textGeneration or encoder–decoder pipeline that opts in with `generative` and that a route uses.
 // Such pipelines are not loaded on the batch engine's shards at all.
 import type { WorkerConfig } from '../config/schema.ts';
 import { GenerativeEngine } from '../generative/generative-engine.ts';
@@ -25,9 +25,14 @@ export async function startGenerativeEngines(
       if (pipeline?.generative === undefined || model === undefined) continue;
       const { device, threads, intraOpThreads, maxPending, prefixCache, ...scheduler } =
         pipeline.generative;
+      // textGeneration's options are every request's defaults; an encoder–decoder pipeline's
+      // are its own, as on the batch engine.
+      const decoderOnly = pipeline.task === 'textGeneration';
       const engine = await GenerativeEngine.start({
         model,
-        generation: pipeline.options ?? {},
+        task: pipeline.task,
+        generation: decoderOnly ? (pipeline.options ?? {}) : {},
+        pipelineOptions: decoderOnly ? {} : (pipeline.options ?? {}),
         scheduler,
         device,
         threads,

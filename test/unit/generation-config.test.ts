@@ -86,7 +86,9 @@ describe('generation route config', () => {
 
   it('refuses generative on other tasks', () => {
     const text = config('generative: {}', '').replace('task: textGeneration', 'task: fillMask');
-    expect(fails(text).message).toMatch(/pipelines\.write\.generative: only textGeneration/);
+    expect(fails(text).message).toMatch(
+      /pipelines\.write\.generative: only textGeneration, text2textGeneration, summarization, translation pipelines/,
+    );
   });
 
   it('refuses output.stream and generation without a generative pipeline', () => {

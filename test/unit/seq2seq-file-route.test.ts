@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { readGoldens } from '../parity/goldens.ts';
-import { readJsonl, runToEnd, scratchDir } from '../helpers/file-route.ts';
+import { readJsonl, runToEnd, scratchDir, writeJsonl } from '../helpers/file-route.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = 'bart-summarization';
@@ -57,5 +57,55 @@ routes:
     expect(dlq[0]?.headers['hugot.error.message']).toMatch(
       /^summarization: inputs\[0\] is \d+ tokens and the model reads at most 128; .*truncation: true/,
     );
+  });
+
+  it('streams partial summaries from the generative engine; partials add up to the final', async () => {
+    const golden = readGoldens(MODEL).pipeline.find((g) => g.name === 'summarization:greedy');
+    const texts = (golden?.call.inputs ?? []) as string[];
+    const expected = (golden?.output ?? []) as { summary_text: string }[];
+    const input = dir.file('streamed.jsonl');
+    await writeJsonl(
+      input,
+      texts.map((text, i) => ({ id: `doc-${i}`, text })),
+    );
+    await runToEnd(`
+models: { bart: { path: ${JSON.stringify(MODEL_PATH)} } }
+pipelines:
+  summarize:
+    task: summarization
+    model: bart
+    options: { maxNewTokens: 16, numBeams: 1 }
+    generative: { threads: 1, maxActive: 2 }
+routes:
+  - source: { type: file, path: ${JSON.stringify(input)} }
+    pipeline: summarize
+    input: { field: text }
+    output: { field: summary, stream: { everyTokens: 4 } }
+    sink: { type: file, path: ${dir.quoted('streamed-out.jsonl')} }
+`);
+    const written = await readJsonl<{
+      id?: string;
+      summary: {
+        requestId: string;
+        final: boolean;
+        delta: string;
+        sequence: number;
+        text?: string;
+      };
+    }>(dir.file('streamed-out.jsonl'));
+    // Partials carry only the request id (not the input record); the final carries both.
+    for (const [i, summary] of expected.entries()) {
+      const requestId = written.find((r) => r.id === `doc-${i}`)?.summary.requestId;
+      const records = written
+        .filter((r) => r.summary.requestId === requestId)
+        .map((r) => r.summary);
+      const final = records.at(-1);
+      expect(final?.final).toBe(true);
+      expect(final?.text).toBe(summary.summary_text);
+      expect(records.map((r) => r.sequence)).toEqual(records.map((_, n) => n));
+      expect(records.map((r) => r.delta).join('')).toBe(summary.summary_text);
+      // 16 tokens at most, a partial every 4: every request that ran long streamed partials.
+      if (summary.summary_text.length > 8) expect(records.length).toBeGreaterThan(1);
+    }
   });
 });

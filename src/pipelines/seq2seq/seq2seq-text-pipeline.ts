@@ -91,7 +91,7 @@ export class Seq2SeqTextPipeline extends BasePipeline<
   /** Generated token ids of each input (EOS included when it ended on one). */
   async generateIds(inputs: readonly string[]): Promise<number[][]> {
     const { settings } = await this.resolved();
-    const decoder = await this.decoderFor(await this.encodeInputs(inputs));
+    const decoder = await this.startDecoder(await this.encodeInputs(inputs));
     if (settings.numBeams > 1) return beamSearch(decoder, settings);
     const results = await greedySearch(decoder, settings, (ids) => this.decodeText(ids));
     return results.map((r) => r.tokenIds);
@@ -100,7 +100,7 @@ export class Seq2SeqTextPipeline extends BasePipeline<
   protected async runBatch(inputs: readonly string[]): Promise<Seq2SeqOutput[]> {
     inputs.forEach((input, i) => assertString(input, this.task, `inputs[${i}]`));
     const { settings } = await this.resolved();
-    const decoder = await this.decoderFor(await this.encodeInputs(inputs));
+    const decoder = await this.startDecoder(await this.encodeInputs(inputs));
     if (settings.numBeams > 1) {
       const ids = await beamSearch(decoder, settings);
       return Promise.all(ids.map(async (row) => ({ [this.field]: await this.decodeText(row) })));
@@ -114,7 +114,8 @@ export class Seq2SeqTextPipeline extends BasePipeline<
     return this.tokenizer.decode(ids, true);
   }
 
-  private async decoderFor(encoded: readonly TokenizedText[]): Promise<Seq2SeqDecoder> {
+  /** Runs the encoder over encoded inputs; the decoder is ready for its first step. */
+  async startDecoder(encoded: readonly TokenizedText[]): Promise<Seq2SeqDecoder> {
     const run: RunSession = (session, feeds, outputNames) =>
       this.infer(feeds, outputNames, session);
     const feeds: Feeds = textFeeds(encoded, this.layout.encoder.inputNames, this.tokenizer.padId);

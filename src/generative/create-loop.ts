@@ -1,0 +1,32 @@
+// Which step loop a generation thread runs: the decoder-only loop for textGeneration, the
+// encoder–decoder one for the registry's seq2seq tasks.
+import { ConfigError } from '../errors.ts';
+import { TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
+import { findTask } from '../pipelines/registry.ts';
+import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
+import { Seq2SeqTextPipeline } from '../pipelines/seq2seq/seq2seq-text-pipeline.ts';
+import { GenerationLoop } from './generation-loop.ts';
+import { GENERATIVE_TASKS } from './generative-tasks.ts';
+import type { GenerationWorkerSetup } from './protocol.ts';
+import { Seq2SeqLoop } from './seq2seq-loop.ts';
+import type { StepLoop } from './step-loop.ts';
+
+export async function createLoop(
+  model: LoadedModel,
+  setup: GenerationWorkerSetup,
+): Promise<StepLoop> {
+  if (setup.task === 'textGeneration') {
+    const pipeline = new TextGenerationPipeline(model, setup.generation, {
+      prefixCache: setup.prefixCache,
+    });
+    return new GenerationLoop(pipeline, setup.limits);
+  }
+  const pipeline = findTask(setup.task)?.create(model, setup.pipelineOptions);
+  if (!(pipeline instanceof Seq2SeqTextPipeline)) {
+    throw new ConfigError(
+      `the generative engine runs ${GENERATIVE_TASKS.join(', ')}; not ${setup.task}`,
+      { field: 'task' },
+    );
+  }
+  return Seq2SeqLoop.create(pipeline, { maxActive: setup.limits.maxActive });
+}

@@ -1,0 +1,246 @@
+// The engine's step loop for an encoder–decoder model. Requests that arrive while others decode are
+// encoded together at the start of the next step (one encoder run) and form a cohort: one decoder
+// batch whose rows leave as they finish. Every step runs one decoder step per cohort, so requests
+// that arrived at different times interleave token by token and each gets its tokens as they come.
+// Cohorts are not merged: their cross-attention caches have different encoder lengths, and
+// padding them together would copy every cached tensor once per join. Each row keeps its own
+// GenerationProgress, as in the batch path (greedy-search.ts), so a request's tokens do not
+// depend on who it shares a cohort with.
+import { CancelledError, ConfigError, DeadlineExceededError, InputError } from '../errors.ts';
+import { serializeError } from '../errors.ts';
+import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
+import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
+import { assertString } from '../pipelines/pipeline.ts';
+import type { TokenizedText } from '../pipelines/runtime/text-tokenizer.ts';
+import { progressSettings } from '../pipelines/seq2seq/greedy-search.ts';
+import type { Seq2SeqDecoder } from '../pipelines/seq2seq/seq2seq-model.ts';
+import { force, forcedToken, type Seq2SeqSettings } from '../pipelines/seq2seq/seq2seq-settings.ts';
+import type { Seq2SeqTextPipeline } from '../pipelines/seq2seq/seq2seq-text-pipeline.ts';
+import type { LoopStats, SequenceEvent } from './protocol.ts';
+import type { CancelReason } from './sequence.ts';
+import type { StepLoop, SubmitRequest } from './step-loop.ts';
+
+interface Request {
+  id: number;
+  encoded: TokenizedText;
+  deadlineAt: number | undefined;
+  cancelled?: CancelReason;
+}
+
+interface Row {
+  request: Request;
+  progress: GenerationProgress;
+  emitted: number;
+}
+
+interface Cohort {
+  decoder: Seq2SeqDecoder;
+  rows: Row[];
+  /** The token each row feeds at the next step. */
+  tokens: number[];
+}
+
+export interface Seq2SeqLoopLimits {
+  /** Rows decoding at once, over every cohort. */
+  maxActive: number;
+}
+
+export class Seq2SeqLoop implements StepLoop {
+  private readonly pipeline: Seq2SeqTextPipeline;
+  private readonly settings: Seq2SeqSettings;
+  private readonly limits: Seq2SeqLoopLimits;
+  private readonly now: () => number;
+  private waiting: Request[] = [];
+  private cohorts: Cohort[] = [];
+
+  private constructor(
+    pipeline: Seq2SeqTextPipeline,
+    settings: Seq2SeqSettings,
+    limits: Seq2SeqLoopLimits,
+    now: () => number,
+  ) {
+    this.pipeline = pipeline;
+    this.settings = settings;
+    this.limits = limits;
+    this.now = now;
+  }
+
+  /** Beam search keeps every beam to the end before it knows a token: it has nothing to stream. */
+  static async create(
+    pipeline: Seq2SeqTextPipeline,
+    limits: Seq2SeqLoopLimits,
+    now: () => number = Date.now,
+  ): Promise<Seq2SeqLoop> {
+    const { settings } = await pipeline.resolved();
+    if (settings.numBeams > 1) {
+      throw new ConfigError(
+        `${pipeline.task} on the generative engine decodes greedily or by sampling; numBeams ` +
+          `${settings.numBeams} runs on the batch engine: remove the pipeline's generative block ` +
+          'or set options.numBeams: 1',
+        { field: 'options.numBeams' },
+      );
+    }
+    return new Seq2SeqLoop(pipeline, settings, limits, now);
+  }
+
+  get idle(): boolean {
+    return this.waiting.length === 0 && this.cohorts.length === 0;
+  }
+
+  stats(): LoopStats {
+    return {
+      waiting: this.waiting.length,
+      active: this.activeRows(),
+      reservedKvTokens: 0,
+      batchKvTokens: 0,
+      prefixCache: NO_PREFIX_CACHE_STATS,
+    };
+  }
+
+  /** Tokenizes now, so a text the model cannot read fails at once, not at its first step. */
+  async submit(request: SubmitRequest): Promise<SequenceEvent | undefined> {
+    try {
+      if (request.options !== undefined && Object.keys(request.options).length > 0) {
+        throw new InputError(
+          `${this.pipeline.task} on the generative engine runs with its pipeline's options; ` +
+            'per-request generation options are for textGeneration (remove generation.optionsField)',
+          { field: 'options' },
+        );
+      }
+      assertString(request.input, this.pipeline.task, 'input');
+      const [encoded] = await this.pipeline.encodeInputs([request.input]);
+      if (encoded === undefined) throw new InputError(`${this.pipeline.task}: nothing to encode`);
+      this.waiting.push({ id: request.id, encoded, deadlineAt: request.deadlineAt });
+      return undefined;
+    } catch (err) {
+      return { kind: 'failed', id: request.id, error: serializeError(err) };
+    }
+  }
+
+  cancel(id: number, reason: CancelReason): void {
+    for (const request of this.requests()) if (request.id === id) request.cancelled ??= reason;
+  }
+
+  async step(): Promise<SequenceEvent[]> {
+    const events: SequenceEvent[] = [];
+    this.reap(events);
+    await this.admit(events);
+    for (const cohort of this.cohorts) await this.decode(cohort, events);
+    this.cohorts = this.cohorts.filter((c) => c.rows.length > 0);
+    return events;
+  }
+
+  private async admit(events: SequenceEvent[]): Promise<void> {
+    const room = this.limits.maxActive - this.activeRows();
+    if (room <= 0 || this.waiting.length === 0) return;
+    const joining = this.waiting.splice(0, room);
+    try {
+      const decoder = await this.pipeline.startDecoder(joining.map((r) => r.encoded));
+      const start = this.settings.decoderStartTokenId;
+      const shared = progressSettings(this.settings);
+      this.cohorts.push({
+        decoder,
+        rows: joining.map((request) => ({
+          request,
+          progress: new GenerationProgress([start], shared),
+          emitted: 0,
+        })),
+        tokens: joining.map(() => start),
+      });
+    } catch (err) {
+      for (const request of joining) this.fail(request, err, events);
+    }
+  }
+
+  private async decode(cohort: Cohort, events: SequenceEvent[]): Promise<void> {
+    try {
+      const logits = await cohort.decoder.step(cohort.tokens);
+      const keep: number[] = [];
+      const next: number[] = [];
+      for (const [i, row] of cohort.rows.entries()) {
+        const scores = logits[i] as Float32Array;
+        const forced = forcedToken(this.settings, row.progress.generatedTokens);
+        if (forced !== undefined) force(scores, forced);
+        const step = await row.progress.accept(row.progress.choose(scores), (ids) =>
+          this.pipeline.decodeText(ids),
+        );
+        const { id } = row.request;
+        events.push({
+          kind: 'token',
+          id,
+          tokenId: step.tokenId,
+          text: step.text,
+          index: row.emitted++,
+        });
+        if (step.done) {
+          const result = { ...row.progress.result(), promptTokens: row.request.encoded.ids.length };
+          events.push({ kind: 'done', id, result });
+          continue;
+        }
+        keep.push(i);
+        next.push(step.tokenId);
+      }
+      this.keepRows(cohort, keep, next);
+    } catch (err) {
+      for (const row of cohort.rows) this.fail(row.request, err, events);
+      cohort.rows = [];
+    }
+  }
+
+  /** Cancelled and overdue requests fail and leave, wherever they are. */
+  private reap(events: SequenceEvent[]): void {
+    const now = this.now();
+    for (const request of this.requests()) {
+      if (request.cancelled === undefined && request.deadlineAt !== undefined)
+        if (now >= request.deadlineAt) request.cancelled = 'deadline';
+    }
+    this.waiting = this.waiting.filter((request) => {
+      if (request.cancelled === undefined) return true;
+      this.fail(request, this.cancelError(request, 0), events);
+      return false;
+    });
+    for (const cohort of this.cohorts) {
+      const keep: number[] = [];
+      cohort.rows.forEach((row, i) => {
+        if (row.request.cancelled === undefined) keep.push(i);
+        else this.fail(row.request, this.cancelError(row.request, row.emitted), events);
+      });
+      this.keepRows(
+        cohort,
+        keep,
+        keep.map((i) => cohort.tokens[i] as number),
+      );
+    }
+    this.cohorts = this.cohorts.filter((c) => c.rows.length > 0);
+  }
+
+  private keepRows(cohort: Cohort, keep: readonly number[], tokens: number[]): void {
+    if (keep.length === cohort.rows.length) {
+      cohort.tokens = tokens;
+      return;
+    }
+    if (keep.length > 0) cohort.decoder.select(keep);
+    cohort.rows = keep.map((i) => cohort.rows[i] as Row);
+    cohort.tokens = tokens;
+  }
+
+  private cancelError(request: Request, tokens: number): Error {
+    const task = this.pipeline.task;
+    return request.cancelled === 'deadline'
+      ? new DeadlineExceededError(`${task}: the request's deadline passed after ${tokens} tokens`)
+      : new CancelledError(`${task}: the request was cancelled after ${tokens} tokens`);
+  }
+
+  private fail(request: Request, err: unknown, events: SequenceEvent[]): void {
+    events.push({ kind: 'failed', id: request.id, error: serializeError(err) });
+  }
+
+  private activeRows(): number {
+    return this.cohorts.reduce((n, c) => n + c.rows.length, 0);
+  }
+
+  private *requests(): Iterable<Request> {
+    yield* this.waiting;
+    for (const cohort of this.cohorts) for (const row of cohort.rows) yield row.request;
+  }
+}

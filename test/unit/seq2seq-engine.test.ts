@@ -1,0 +1,141 @@
+// Encoder–decoder requests on the generative engine: requests that arrive while others decode
+// join at the next step and interleave token by token, and each one's output is still Python's
+// (the same goldens as the batch path, scripts/models/kit/seq2seq.py).
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.ts';
+import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
+import type { SequenceEvent } from '../../src/generative/protocol.ts';
+import { Seq2SeqLoop } from '../../src/generative/seq2seq-loop.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import { Seq2SeqTextPipeline } from '../../src/pipelines/seq2seq/seq2seq-text-pipeline.ts';
+import { readGoldens } from '../parity/goldens.ts';
+
+const BART = join(import.meta.dirname, '..', 'fixtures', 'models', 'bart-summarization');
+const GREEDY = { maxNewTokens: 16, numBeams: 1, doSample: false };
+const store = new ModelStore();
+afterAll(() => store.close());
+
+function golden(): { inputs: string[]; texts: string[] } {
+  const case_ = readGoldens('bart-summarization').pipeline.find(
+    (g) => g.name === 'summarization:greedy',
+  );
+  const inputs = (case_?.call.inputs ?? []) as string[];
+  const texts = ((case_?.output ?? []) as { summary_text: string }[]).map((o) => o.summary_text);
+  expect(inputs.length).toBe(4);
+  return { inputs, texts };
+}
+
+async function loopOf(options: Record<string, unknown>, maxActive: number): Promise<Seq2SeqLoop> {
+  const model = await store.load({ path: BART });
+  return Seq2SeqLoop.create(new Seq2SeqTextPipeline('summarization', model, options), {
+    maxActive,
+  });
+}
+
+describe('Seq2SeqLoop', () => {
+  it("interleaves requests that arrive mid-decode; every output equals Python's", async () => {
+    const { inputs, texts } = golden();
+    const loop = await loopOf(GREEDY, 3);
+    const steps: SequenceEvent[][] = [];
+    const step = async (): Promise<void> => {
+      steps.push(await loop.step());
+      expect(loop.stats().active).toBeLessThanOrEqual(3);
+    };
+    for (const id of [0, 1]) await loop.submit({ id, input: inputs[id] });
+    await step();
+    await step();
+    for (const id of [2, 3]) await loop.submit({ id, input: inputs[id] });
+    for (let n = 0; !loop.idle; n += 1) {
+      expect(n).toBeLessThan(100);
+      await step();
+    }
+    const events = steps.flat();
+    for (const [id, text] of texts.entries()) {
+      const done = events.find((e) => e.kind === 'done' && e.id === id);
+      expect(done?.kind === 'done' && done.result.text).toBe(text);
+      const tokens = events.filter((e) => e.kind === 'token' && e.id === id);
+      expect(tokens.map((e) => (e.kind === 'token' ? e.text : '')).join('')).toBe(text);
+      expect(tokens.map((e) => (e.kind === 'token' ? e.index : -1))).toEqual(
+        tokens.map((_, i) => i),
+      );
+    }
+    // The late pair's first step is one where the early pair decodes too (interleaving).
+    const joined = steps.findIndex((s) => s.some((e) => e.kind === 'token' && e.id === 2));
+    expect(joined).toBe(2);
+    const early = new Set(
+      steps[joined]?.filter((e) => e.kind === 'token' && e.id < 2).map((e) => e.id),
+    );
+    expect(early.size).toBeGreaterThan(0);
+    // maxActive 3: the fourth waits until a row has left.
+    const firstOf3 = steps.findIndex((s) => s.some((e) => e.kind === 'token' && e.id === 3));
+    const firstDone = steps.findIndex((s) => s.some((e) => e.kind === 'done'));
+    expect(firstOf3).toBeGreaterThan(firstDone);
+  });
+
+  it('cancels one request mid-decode and leaves the others exact', async () => {
+    const { inputs, texts } = golden();
+    const loop = await loopOf(GREEDY, 8);
+    await loop.submit({ id: 0, input: inputs[0] });
+    await loop.submit({ id: 2, input: inputs[2] });
+    await loop.submit({ id: 9, input: inputs[3], deadlineAt: Date.now() - 1 });
+    const events = [...(await loop.step())];
+    loop.cancel(0, 'aborted');
+    while (!loop.idle) events.push(...(await loop.step()));
+    const failed = events.filter((e) => e.kind === 'failed');
+    expect(failed.map((e) => [e.id, e.kind === 'failed' && e.error.name])).toEqual([
+      [9, 'DeadlineExceededError'],
+      [0, 'CancelledError'],
+    ]);
+    const done = events.filter((e) => e.kind === 'done');
+    expect(done.map((e) => [e.id, e.kind === 'done' && e.result.text])).toEqual([[2, texts[2]]]);
+  });
+
+  it('refuses beam search and per-request options, naming the field', async () => {
+    await expect(loopOf({ maxNewTokens: 16, numBeams: 3 }, 4)).rejects.toThrow(ConfigError);
+    await expect(loopOf({ maxNewTokens: 16, numBeams: 3 }, 4)).rejects.toMatchObject({
+      field: 'options.numBeams',
+    });
+    const loop = await loopOf(GREEDY, 4);
+    const refused = await loop.submit({ id: 1, input: 'text', options: { maxNewTokens: 4 } });
+    expect(refused?.kind === 'failed' && refused.error.message).toMatch(/pipeline's options/);
+    const notText = await loop.submit({ id: 2, input: 42 });
+    expect(notText?.kind === 'failed' && notText.error.name).toBe('InputError');
+    expect(loop.idle).toBe(true);
+  });
+});
+
+describe('GenerativeEngine with an encoder–decoder task', () => {
+  it("streams each request's tokens from a generation thread; outputs equal Python's", async () => {
+    const { inputs, texts } = golden();
+    const engine = await GenerativeEngine.start({
+      model: { path: BART },
+      task: 'summarization',
+      pipelineOptions: GREEDY,
+      threads: 1,
+    });
+    try {
+      const outputs = await Promise.all(
+        inputs.map(async (input) => {
+          let streamed = '';
+          let result = '';
+          for await (const event of engine.submit(input)) {
+            if (event.type === 'token') streamed += event.text;
+            else result = event.result.text;
+          }
+          return { streamed, result };
+        }),
+      );
+      expect(outputs.map((o) => o.result)).toEqual(texts);
+      expect(outputs.map((o) => o.streamed)).toEqual(texts);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('refuses a task it does not run', async () => {
+    await expect(
+      GenerativeEngine.start({ model: { path: BART }, task: 'fillMask' }),
+    ).rejects.toThrow(/the generative engine runs textGeneration, text2textGeneration/);
+  });
+});
