@@ -1,10 +1,10 @@
 // Which step loop a generation thread runs: the decoder-only loop for textGeneration, the
-// encoder–decoder one for the registry's seq2seq tasks.
+// encoder–decoder one for a task whose pipeline can decode step by step (stepwise-seq2seq.ts).
 import { ConfigError } from '../errors.ts';
 import { TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { findTask } from '../pipelines/registry.ts';
 import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
-import { Seq2SeqTextPipeline } from '../pipelines/seq2seq/seq2seq-text-pipeline.ts';
+import { isStepwiseSeq2Seq } from '../pipelines/seq2seq/stepwise-seq2seq.ts';
 import { GenerationLoop } from './generation-loop.ts';
 import { GENERATIVE_TASKS } from './generative-tasks.ts';
 import type { GenerationWorkerSetup } from './protocol.ts';
@@ -22,7 +22,7 @@ export async function createLoop(
     return new GenerationLoop(pipeline, setup.limits);
   }
   const pipeline = findTask(setup.task)?.create(model, setup.pipelineOptions);
-  if (!(pipeline instanceof Seq2SeqTextPipeline)) {
+  if (!isStepwiseSeq2Seq(pipeline)) {
     throw new ConfigError(
       `the generative engine runs ${GENERATIVE_TASKS.join(', ')}; not ${setup.task}`,
       { field: 'task' },

@@ -10,19 +10,17 @@ import { CancelledError, ConfigError, DeadlineExceededError, InputError } from '
 import { serializeError } from '../errors.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
-import { assertString } from '../pipelines/pipeline.ts';
-import type { TokenizedText } from '../pipelines/runtime/text-tokenizer.ts';
 import { progressSettings } from '../pipelines/seq2seq/greedy-search.ts';
 import type { Seq2SeqDecoder } from '../pipelines/seq2seq/seq2seq-model.ts';
 import { force, forcedToken, type Seq2SeqSettings } from '../pipelines/seq2seq/seq2seq-settings.ts';
-import type { Seq2SeqTextPipeline } from '../pipelines/seq2seq/seq2seq-text-pipeline.ts';
+import type { StepwiseSeq2Seq } from '../pipelines/seq2seq/stepwise-seq2seq.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
 import type { StepLoop, SubmitRequest } from './step-loop.ts';
 
 interface Request {
   id: number;
-  encoded: TokenizedText;
+  prepared: unknown;
   deadlineAt: number | undefined;
   cancelled?: CancelReason;
 }
@@ -46,7 +44,7 @@ export interface Seq2SeqLoopLimits {
 }
 
 export class Seq2SeqLoop implements StepLoop {
-  private readonly pipeline: Seq2SeqTextPipeline;
+  private readonly pipeline: StepwiseSeq2Seq;
   private readonly settings: Seq2SeqSettings;
   private readonly limits: Seq2SeqLoopLimits;
   private readonly now: () => number;
@@ -54,7 +52,7 @@ export class Seq2SeqLoop implements StepLoop {
   private cohorts: Cohort[] = [];
 
   private constructor(
-    pipeline: Seq2SeqTextPipeline,
+    pipeline: StepwiseSeq2Seq,
     settings: Seq2SeqSettings,
     limits: Seq2SeqLoopLimits,
     now: () => number,
@@ -67,7 +65,7 @@ export class Seq2SeqLoop implements StepLoop {
 
   /** Beam search keeps every beam to the end before it knows a token: it has nothing to stream. */
   static async create(
-    pipeline: Seq2SeqTextPipeline,
+    pipeline: StepwiseSeq2Seq,
     limits: Seq2SeqLoopLimits,
     now: () => number = Date.now,
   ): Promise<Seq2SeqLoop> {
@@ -97,7 +95,7 @@ export class Seq2SeqLoop implements StepLoop {
     };
   }
 
-  /** Tokenizes now, so a text the model cannot read fails at once, not at its first step. */
+  /** Prepares the input now, so one the model cannot read fails at once, not at its first step. */
   async submit(request: SubmitRequest): Promise<SequenceEvent | undefined> {
     try {
       if (request.options !== undefined && Object.keys(request.options).length > 0) {
@@ -107,10 +105,8 @@ export class Seq2SeqLoop implements StepLoop {
           { field: 'options' },
         );
       }
-      assertString(request.input, this.pipeline.task, 'input');
-      const [encoded] = await this.pipeline.encodeInputs([request.input]);
-      if (encoded === undefined) throw new InputError(`${this.pipeline.task}: nothing to encode`);
-      this.waiting.push({ id: request.id, encoded, deadlineAt: request.deadlineAt });
+      const prepared = await this.pipeline.prepareInput(request.input);
+      this.waiting.push({ id: request.id, prepared, deadlineAt: request.deadlineAt });
       return undefined;
     } catch (err) {
       return { kind: 'failed', id: request.id, error: serializeError(err) };
@@ -135,7 +131,7 @@ export class Seq2SeqLoop implements StepLoop {
     if (room <= 0 || this.waiting.length === 0) return;
     const joining = this.waiting.splice(0, room);
     try {
-      const decoder = await this.pipeline.startDecoder(joining.map((r) => r.encoded));
+      const decoder = await this.pipeline.startDecoder(joining.map((r) => r.prepared));
       const start = this.settings.decoderStartTokenId;
       const shared = progressSettings(this.settings);
       this.cohorts.push({
@@ -173,7 +169,10 @@ export class Seq2SeqLoop implements StepLoop {
           index: row.emitted++,
         });
         if (step.done) {
-          const result = { ...row.progress.result(), promptTokens: row.request.encoded.ids.length };
+          const result = {
+            ...row.progress.result(),
+            promptTokens: this.pipeline.inputLength(row.request.prepared),
+          };
           events.push({ kind: 'done', id, result });
           continue;
         }

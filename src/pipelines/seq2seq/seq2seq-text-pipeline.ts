@@ -12,6 +12,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { textFeeds, type Feeds } from '../runtime/tensors.ts';
 import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 import { beamSearch } from './beam-search.ts';
+import type { StepwiseSeq2Seq } from './stepwise-seq2seq.ts';
 import { greedySearch } from './greedy-search.ts';
 import {
   resolveSeq2SeqDefaults,
@@ -38,11 +39,10 @@ export const OUTPUT_FIELD = {
 
 export type Seq2SeqOutput = Partial<Record<(typeof OUTPUT_FIELD)[Seq2SeqTask], string>>;
 
-export class Seq2SeqTextPipeline extends BasePipeline<
-  string,
-  Seq2SeqOutput,
-  typeof translationOptionsSchema
-> {
+export class Seq2SeqTextPipeline
+  extends BasePipeline<string, Seq2SeqOutput, typeof translationOptionsSchema>
+  implements StepwiseSeq2Seq<TokenizedText>
+{
   readonly layout: Seq2SeqLayout;
   private readonly field: (typeof OUTPUT_FIELD)[Seq2SeqTask];
   private defaults: Promise<Seq2SeqDefaults> | undefined;
@@ -112,6 +112,18 @@ export class Seq2SeqTextPipeline extends BasePipeline<
   /** Python's postprocess: skip_special_tokens=True, clean_up_tokenization_spaces=False. */
   decodeText(ids: readonly number[]): Promise<string> {
     return this.tokenizer.decode(ids, true);
+  }
+
+  /** One request's text for the generative engine (stepwise-seq2seq.ts). */
+  async prepareInput(input: unknown): Promise<TokenizedText> {
+    assertString(input, this.task, 'input');
+    const [encoded] = await this.encodeInputs([input]);
+    if (encoded === undefined) throw new InputError(`${this.task}: nothing to encode`);
+    return encoded;
+  }
+
+  inputLength(encoded: TokenizedText): number {
+    return encoded.ids.length;
   }
 
   /** Runs the encoder over encoded inputs; the decoder is ready for its first step. */
