@@ -132,6 +132,12 @@ def main() -> None:
         result = image_to_text.build(training)
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("ast-audio-classification"):
+        from kit import ast_audio
+
+        result = ast_audio.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 
