@@ -9,6 +9,7 @@ import {
   compileClassifierFeatures,
 } from '../../src/pipelines/audio/audio-classification.ts';
 import { astInputValues, compileAstFeatures } from '../../src/pipelines/audio/ast-features.ts';
+import { melFilterBank } from '../../src/pipelines/audio/mel-filters.ts';
 import { compareDeep } from './compare.ts';
 import { modelPath, readGoldens } from './goldens.ts';
 import { asBatch, forPipeline, GOLDEN, parityCase, unbatch } from './parity-case.ts';
@@ -23,6 +24,13 @@ interface Packed {
   base64: string;
 }
 interface AstGoldens {
+  kaldi_mel_banks: {
+    num_bins: number;
+    padded_window_size: number;
+    sample_frequency: number;
+    low_freq: number;
+    banks: Packed;
+  };
   ast_features: {
     name: string;
     audio?: string;
@@ -76,6 +84,32 @@ describe('audioClassification (AST)', forPipeline('audioClassification'), () => 
       });
     }
   });
+
+  it(
+    "builds Kaldi's mel banks as torchaudio does (triangles straight in mels)",
+    GOLDEN,
+    ({ task }) => {
+      const golden = goldens.kaldi_mel_banks;
+      const bins = golden.padded_window_size / 2;
+      const filters = melFilterBank({
+        frequencyBins: bins + 1,
+        melFilters: golden.num_bins,
+        minFrequency: golden.low_freq,
+        maxFrequency: golden.sample_frequency / 2,
+        samplingRate: golden.sample_frequency,
+        scale: 'kaldi',
+        norm: undefined,
+        triangularizeInMelSpace: true,
+      });
+      // torchaudio's banks stop before the Nyquist bin, which fbank pads with a zero weight.
+      expect(filters.every((row) => row[bins] === 0)).toBe(true);
+      const ours = filters.flatMap((row) => Array.from(row.subarray(0, bins)));
+      // torch computes the bin mels in float32 (an ulp of ~1e-4 mel over ~70-mel slopes): ~2e-6.
+    const comparison = compareDeep(ours, unpack(golden.banks), 1e-5);
+      task.meta.maxAbsDiff = comparison.maxAbsDiff;
+      expect(comparison.differences).toEqual([]);
+    },
+  );
 
   it('picks the extractor from feature_extractor_type and refuses one it lacks', async () => {
     const model = await load(MODEL);

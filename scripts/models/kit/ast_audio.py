@@ -55,6 +55,16 @@ def feature_signals() -> dict[str, np.ndarray]:
             for name, x in (("long_0.5s_cut", long), ("short_410_samples", short))}
 
 
+def _kaldi_mel_banks() -> dict[str, Any]:
+    """torchaudio's Kaldi mel banks for the extractor's settings (vtln off), [mel][bin] over the
+    padded window's first half; fbank appends a zero column for the Nyquist bin."""
+    from torchaudio.compliance.kaldi import get_mel_banks
+
+    banks, _ = get_mel_banks(MEL_BINS, 512, float(SAMPLING_RATE), 20.0, 0.0, 100.0, -500.0, 1.0)
+    return {"num_bins": MEL_BINS, "padded_window_size": 512, "sample_frequency": SAMPLING_RATE,
+            "low_freq": 20.0, "high_freq": 0.0, "banks": _f32(banks.numpy())}
+
+
 def build() -> dict[str, Any]:
     import soundfile as sf
     from torchaudio import functional as F
@@ -171,6 +181,7 @@ def build() -> dict[str, Any]:
         "versions": tool_versions(),
         "onnx": {"file": "model.onnx", "inputs": ["input_values"], "outputs": ["logits"], "parity": parity},
         "feature_extractor": loaded_extractor.to_dict(),
+        "kaldi_mel_banks": _kaldi_mel_banks(),
         "ast_features": feature_cases,
         "pipeline": cases,
         "raw": [{"inputs": {"audio": rel[0]}, "outputs": compact_raw(reference(feeds[0]))}],
