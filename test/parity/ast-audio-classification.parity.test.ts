@@ -105,7 +105,7 @@ describe('audioClassification (AST)', forPipeline('audioClassification'), () => 
       expect(filters.every((row) => row[bins] === 0)).toBe(true);
       const ours = filters.flatMap((row) => Array.from(row.subarray(0, bins)));
       // torch computes the bin mels in float32 (an ulp of ~1e-4 mel over ~70-mel slopes): ~2e-6.
-    const comparison = compareDeep(ours, unpack(golden.banks), 1e-5);
+      const comparison = compareDeep(ours, unpack(golden.banks), 1e-5);
       task.meta.maxAbsDiff = comparison.maxAbsDiff;
       expect(comparison.differences).toEqual([]);
     },
