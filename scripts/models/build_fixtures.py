@@ -126,6 +126,18 @@ def main() -> None:
         result = layoutlm.build(tokenizer_kit.wordpiece(training))
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("vit-gpt2-image-to-text"):
+        from kit import image_to_text
+
+        result = image_to_text.build(training)
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
+    if want("ast-audio-classification"):
+        from kit import ast_audio
+
+        result = ast_audio.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

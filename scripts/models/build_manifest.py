@@ -26,6 +26,11 @@ PROVENANCE: dict[str, dict[str, str]] = {
         "licence": "Apache-2.0 (this repository)",
         "made": "random weights from a config (seeded); the audio clips are tones, a chirp and noise drawn by scripts/models/kit/audio.py",
     },
+    "ast-audio-classification": {
+        "source_package": "none (built here)",
+        "licence": "Apache-2.0 (this repository)",
+        "made": "random weights from a config (seeded); the audio clips are kit/audio.py's tones, chirp and noise over a noise floor drawn by scripts/models/kit/ast_audio.py",
+    },
 }
 
 

@@ -43,6 +43,7 @@ describe('task registry', () => {
       'translation',
       'visualQuestionAnswering',
       'documentQuestionAnswering',
+      'imageToText',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -54,6 +55,7 @@ describe('task registry', () => {
       'backgroundRemoval',
       'zeroShotImageClassification',
       'zeroShotObjectDetection',
+      'imageToText',
     ]);
     expect(TASK_NAMES.filter(readsAudio)).toEqual(['audioClassification']);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
@@ -81,6 +83,7 @@ describe('task registry', () => {
         { image: new Uint8Array([1]), boxes: [[0, 0, 4, 4]] },
       ],
       documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
+      imageToText: ['aGk=', new Uint8Array([1])],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

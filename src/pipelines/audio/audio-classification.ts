@@ -1,8 +1,10 @@
 // Audio classification as Python's pipeline does it: the clip decoded, mixed down to mono and
-// resampled to the feature extractor's rate (torchaudio's resample), the waveform normalised by
-// Wav2Vec2FeatureExtractor, then the model's logits scored (softmax, or sigmoid for multi-label,
-// none for regression) and ranked. Python runs one clip per forward pass; clips of equal length
-// share a run here, which a Wav2Vec2 model (per-clip group norm, no padding) answers row by row.
+// resampled to the feature extractor's rate (torchaudio's resample), the features of the folder's
+// extractor (preprocessor_config.json's feature_extractor_type: the normalised waveform of
+// Wav2Vec2FeatureExtractor and kin, or ASTFeatureExtractor's Kaldi fbank), then the model's logits
+// scored (softmax, or sigmoid for multi-label, none for regression) and ranked. Python runs one clip
+// per forward pass; inputs of equal shape share a run here (a Wav2Vec2 model, per-clip group norm
+// and no padding, answers row by row; every AST input is max_length frames).
 import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
 import { ModelFolderError } from '../../errors.ts';
@@ -18,6 +20,7 @@ import { row } from '../runtime/tensors.ts';
 import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
+import { astInputValues, compileAstFeatures, type AstFeatures } from './ast-features.ts';
 import {
   compileWav2Vec2Features,
   wav2vec2InputValues,
@@ -50,22 +53,44 @@ const WAVEFORM_EXTRACTORS = new Set([
   'WavLMFeatureExtractor',
 ]);
 
-export function compileWaveformFeatures(
+/** What the folder's feature extractor makes of a clip: the model's input for it. */
+export type ClassifierFeatures = Wav2Vec2Features | AstFeatures;
+
+const SUPPORTED = [...WAVEFORM_EXTRACTORS, 'ASTFeatureExtractor'];
+
+export function compileClassifierFeatures(
   raw: Record<string, unknown> | undefined,
   folder: string,
-): Wav2Vec2Features {
+): ClassifierFeatures {
   if (raw === undefined)
     throw new ModelFolderError(
       `${folder} has no preprocessor_config.json; audio pipelines need the feature extractor's settings`,
       { field: 'preprocessor_config.json' },
     );
   const type = raw['feature_extractor_type'] ?? 'Wav2Vec2FeatureExtractor';
+  if (type === 'ASTFeatureExtractor') return compileAstFeatures(raw, folder);
   if (typeof type !== 'string' || !WAVEFORM_EXTRACTORS.has(type))
     throw new ModelFolderError(
-      `${folder}/preprocessor_config.json: feature_extractor_type ${JSON.stringify(type)} is not supported for ${TASK}; supported: ${[...WAVEFORM_EXTRACTORS].join(', ')}`,
+      `${folder}/preprocessor_config.json: feature_extractor_type ${JSON.stringify(type)} is not supported for ${TASK}; supported: ${SUPPORTED.join(', ')}`,
       { field: 'feature_extractor_type' },
     );
   return compileWav2Vec2Features(raw, folder);
+}
+
+interface ClipInput {
+  data: Float32Array;
+  /** The input's dims without the batch: [samples] or [frames, mel bins]. */
+  dims: number[];
+}
+
+function clipInput(mono: Float32Array, features: ClassifierFeatures, field: string): ClipInput {
+  if (features.kind === 'ast')
+    return {
+      data: astInputValues(mono, features, field),
+      dims: [features.maxLength, features.melBins],
+    };
+  const data = wav2vec2InputValues(mono, features);
+  return { data, dims: [data.length] };
 }
 
 /** Python's audio pipeline looks at problem_type only (a one-logit model still gets softmax). */
@@ -81,14 +106,14 @@ export class AudioClassificationPipeline extends BasePipeline<
   LabelScore[],
   typeof audioClassificationOptionsSchema
 > {
-  private readonly features: Wav2Vec2Features;
+  private readonly features: ClassifierFeatures;
   private readonly apply: ScoreFunction;
   private readonly inputName: string;
   private readonly maskName: string | undefined;
 
   constructor(model: LoadedModel, options: AudioClassificationOptions = {}) {
     super(TASK, model, audioClassificationOptionsSchema, options, { tokenizer: false });
-    this.features = compileWaveformFeatures(model.preprocessor, model.folder);
+    this.features = compileClassifierFeatures(model.preprocessor, model.folder);
     this.apply = this.options.functionToApply ?? defaultAudioScoreFunction(model);
     this.inputName = model.inputNames.includes('input_values')
       ? 'input_values'
@@ -105,25 +130,29 @@ export class AudioClassificationPipeline extends BasePipeline<
           decoded.samplingRate,
           this.features.samplingRate,
         );
-        return wav2vec2InputValues(mono, this.features);
+        return clipInput(mono, this.features, `inputs[${i}]`);
       }),
     );
     const results = new Array<LabelScore[]>(clips.length);
-    // Equal lengths share a run: padding would change a Wav2Vec2 model's answer.
-    const byLength = new Map<number, number[]>();
+    // Equal shapes share a run: padding would change a Wav2Vec2 model's answer.
+    const byShape = new Map<string, number[]>();
     clips.forEach((clip, i) => {
-      const group = byLength.get(clip.length) ?? [];
+      const key = clip.dims.join('x');
+      const group = byShape.get(key) ?? [];
       group.push(i);
-      byLength.set(clip.length, group);
+      byShape.set(key, group);
     });
-    for (const [length, indices] of byLength) {
-      const batch = new Float32Array(length * indices.length);
-      indices.forEach((index, b) => batch.set(clips[index] as Float32Array, b * length));
-      const dims = [indices.length, length];
+    for (const indices of byShape.values()) {
+      const first = clips[indices[0] as number] as ClipInput;
+      const size = first.data.length;
+      const batch = new Float32Array(size * indices.length);
+      indices.forEach((index, b) => batch.set((clips[index] as ClipInput).data, b * size));
+      const dims = [indices.length, ...first.dims];
       const feeds: Record<string, Tensor> = {
         [this.inputName]: new Tensor('float32', batch, dims),
       };
-      if (this.maskName !== undefined)
+      // Only waveform models take a mask: every sample of an unpadded clip is real.
+      if (this.maskName !== undefined && first.dims.length === 1)
         feeds[this.maskName] = new Tensor('int64', new BigInt64Array(batch.length).fill(1n), dims);
       const logits = logitsOf(this.model, await this.infer(feeds));
       indices.forEach((index, b) => {

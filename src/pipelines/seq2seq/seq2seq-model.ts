@@ -53,7 +53,7 @@ export function seq2seqLayoutOf(model: LoadedModel): Seq2SeqLayout {
     throw new ModelFolderError(
       `${model.folder} is not an encoder–decoder export: it needs encoder_model.onnx with ` +
         'decoder_model_merged.onnx, or decoder_model.onnx and decoder_with_past_model.onnx ' +
-        '(optimum-cli export onnx --task text2text-generation-with-past)',
+        '(optimum-cli export onnx --task text2text-generation-with-past, or image-to-text-with-past)',
       { field: 'path' },
     );
   }
@@ -62,15 +62,29 @@ export function seq2seqLayoutOf(model: LoadedModel): Seq2SeqLayout {
   if (pastNames.length === 0 || !Number.isInteger(layers)) {
     throw new ModelFolderError(
       `${model.folder}: the decoder with past has no past_key_values.{i}.decoder/encoder.key/value ` +
-        'inputs; export it with its cache (--task text2text-generation-with-past)',
+        'inputs; export it with its cache (--task text2text-generation-with-past or image-to-text-with-past)',
       { field: 'path' },
     );
   }
   const meta = next.inputMetadata.find((m) => m.name === pastNames[0]);
   const shape = meta !== undefined && meta.isTensor ? meta.shape : [];
   const raw = model.config.raw;
-  const heads = dim(shape[1]) ?? num(raw['num_heads']) ?? num(raw['decoder_attention_heads']);
-  const dModel = num(raw['d_model']);
+  // A VisionEncoderDecoder config nests the decoder's own (GPT-2: n_head, n_embd; BERT: ...).
+  const nested = raw['decoder'];
+  const decoder: Record<string, unknown> =
+    nested !== null && typeof nested === 'object' ? (nested as Record<string, unknown>) : {};
+  const heads =
+    dim(shape[1]) ??
+    num(raw['num_heads']) ??
+    num(raw['decoder_attention_heads']) ??
+    num(decoder['n_head']) ??
+    num(decoder['num_attention_heads']) ??
+    num(decoder['decoder_attention_heads']);
+  const dModel =
+    num(raw['d_model']) ??
+    num(decoder['n_embd']) ??
+    num(decoder['hidden_size']) ??
+    num(decoder['d_model']);
   const headDim =
     dim(shape[3]) ??
     num(raw['d_kv']) ??

@@ -70,6 +70,7 @@ export function pythonTask(
 ): string {
   if (task === 'summarization') return 'summarization';
   if (task === 'text2textGeneration') return 'text2text-generation';
+  if (task === 'imageToText') return 'image-to-text';
   const { srcLang, tgtLang } = options;
   if ((srcLang === undefined) !== (tgtLang === undefined))
     throw new ConfigError('translation: set both srcLang and tgtLang, or neither', {
@@ -84,10 +85,19 @@ export function pythonTask(
   return first ?? 'translation';
 }
 
+/** What the Python pipeline itself set under the model's generation_config. */
+export interface PipelineGenerationDefaults {
+  /** The removed text pipelines' num_beams=4; image-to-text set none (greedy). */
+  numBeams: number;
+}
+
+const TEXT_PIPELINE_DEFAULTS: PipelineGenerationDefaults = { numBeams: 4 };
+
 export async function resolveSeq2SeqDefaults(
   model: LoadedModel,
   task: string,
   options: ParsedSeq2SeqOptions,
+  pipelineDefaults: PipelineGenerationDefaults = TEXT_PIPELINE_DEFAULTS,
 ): Promise<Seq2SeqDefaults> {
   const raw = model.config.raw;
   const generation = await readGenerationConfig(model.folder);
@@ -143,7 +153,7 @@ export async function resolveSeq2SeqDefaults(
     stopSequences: options.stopSequences,
     // Python would run beam sampling for doSample with its default 4 beams; sampling here is
     // single-beam (docs/pipelines.md#text2textgeneration).
-    numBeams: options.numBeams ?? number('num_beams') ?? (doSample ? 1 : 4),
+    numBeams: options.numBeams ?? number('num_beams') ?? (doSample ? 1 : pipelineDefaults.numBeams),
     lengthPenalty: options.lengthPenalty ?? number('length_penalty') ?? 1,
     earlyStopping: options.earlyStopping ?? (early === true || early === 'never' ? early : false),
   };
