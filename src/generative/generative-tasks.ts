@@ -4,4 +4,5 @@ export const GENERATIVE_TASKS: readonly string[] = [
   'text2textGeneration',
   'summarization',
   'translation',
+  'imageToText',
 ];

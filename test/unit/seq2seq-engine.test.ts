@@ -12,6 +12,7 @@ import { Seq2SeqTextPipeline } from '../../src/pipelines/seq2seq/seq2seq-text-pi
 import { readGoldens } from '../parity/goldens.ts';
 
 const BART = join(import.meta.dirname, '..', 'fixtures', 'models', 'bart-summarization');
+const VIT_GPT2 = join(import.meta.dirname, '..', 'fixtures', 'models', 'vit-gpt2-image-to-text');
 const GREEDY = { maxNewTokens: 16, numBeams: 1, doSample: false };
 const store = new ModelStore();
 afterAll(() => store.close());
@@ -128,6 +129,30 @@ describe('GenerativeEngine with an encoder–decoder task', () => {
       );
       expect(outputs.map((o) => o.result)).toEqual(texts);
       expect(outputs.map((o) => o.streamed)).toEqual(texts);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("captions images on the engine (imageToText); outputs equal Python's greedy goldens", async () => {
+    const case_ = readGoldens('vit-gpt2-image-to-text').pipeline.find((g) => g.name === 'greedy');
+    const images = (case_?.call.inputs ?? []) as string[];
+    const expected = ((case_?.output ?? []) as { generated_text: string }[][]).map(
+      ([o]) => o?.generated_text,
+    );
+    expect(images.length).toBeGreaterThan(2);
+    const engine = await GenerativeEngine.start({
+      model: { path: VIT_GPT2 },
+      task: 'imageToText',
+      pipelineOptions: { maxNewTokens: 12, numBeams: 1, doSample: false },
+      threads: 1,
+    });
+    try {
+      const streams = images.map((image) => engine.submit(join(VIT_GPT2, image)));
+      const texts = await Promise.all(streams.map(async (s) => (await s.result).text));
+      expect(texts).toEqual(expected);
+      const corrupt = engine.submit(Buffer.from('not an image').toString('base64'));
+      await expect(corrupt.result).rejects.toThrow(/cannot read an image/);
     } finally {
       await engine.close();
     }

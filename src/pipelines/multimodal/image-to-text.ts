@@ -5,6 +5,7 @@
 // decoded without special tokens. transformers 5 removed the pipeline; its defaults are kept
 // (max_new_tokens 256 under the model's generation_config, no num_beams of its own).
 import type { z } from 'zod';
+import { InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { beamSearch } from '../seq2seq/beam-search.ts';
@@ -21,6 +22,7 @@ import {
   type RunSession,
   type Seq2SeqLayout,
 } from '../seq2seq/seq2seq-model.ts';
+import type { StepwiseSeq2Seq } from '../seq2seq/stepwise-seq2seq.ts';
 import type { TaskDefinition } from '../task-definition.ts';
 import { decodeImage, type ImageInput } from '../vision/image-decode.ts';
 import { imageInput } from '../vision/image-task.ts';
@@ -29,7 +31,7 @@ import {
   preprocessImage,
   type ImagePreprocessor,
 } from '../vision/image-preprocess.ts';
-import { pixelGroups, pixelInputName } from '../vision/pixel-batch.ts';
+import { pixelGroups, pixelInputName, type PixelValues } from '../vision/pixel-batch.ts';
 
 // Truncation is about text inputs; an image is always resized to the encoder's input.
 export const imageToTextOptionsSchema = seq2seqOptionsSchema.omit({ truncation: true }).strict();
@@ -43,11 +45,10 @@ export interface ImageToTextOutput {
 
 const TASK = 'imageToText';
 
-export class ImageToTextPipeline extends BasePipeline<
-  ImageInput,
-  ImageToTextOutput,
-  typeof imageToTextOptionsSchema
-> {
+export class ImageToTextPipeline
+  extends BasePipeline<ImageInput, ImageToTextOutput, typeof imageToTextOptionsSchema>
+  implements StepwiseSeq2Seq<PixelValues>
+{
   readonly layout: Seq2SeqLayout;
   private readonly preprocessor: ImagePreprocessor;
   private readonly inputName: string;
@@ -92,6 +93,39 @@ export class ImageToTextPipeline extends BasePipeline<
       return results.map((r) => r.text);
     });
     return texts.map((generatedText) => ({ generatedText }));
+  }
+
+  /** One request's image for the generative engine (stepwise-seq2seq.ts). */
+  async prepareInput(input: unknown): Promise<PixelValues> {
+    if (typeof input !== 'string' && !(input instanceof Uint8Array)) {
+      throw new InputError(
+        `${TASK}: the input must be an image (base64 or a path, or the record's bytes)`,
+        { field: 'input' },
+      );
+    }
+    return preprocessImage(await decodeImage(input, 'input'), this.preprocessor);
+  }
+
+  /** A caption has no text prompt: a result's `promptTokens` is 0. */
+  inputLength(): number {
+    return 0;
+  }
+
+  /** The encoder over prepared images, which the processor resized to one size. */
+  async startDecoder(pixels: readonly PixelValues[]): Promise<Seq2SeqDecoder> {
+    const groups = pixelGroups(pixels);
+    const [group] = groups;
+    if (group === undefined || groups.length > 1) {
+      throw new InputError(
+        `${TASK}: the images of one step have different sizes after preprocessing; ` +
+          "this model runs without the generative engine (remove the pipeline's generative block)",
+        { field: 'input' },
+      );
+    }
+    const run: RunSession = (session, feeds, outputNames) =>
+      this.infer(feeds, outputNames, session);
+    const encoder = await runEncoder(this.layout, { [this.inputName]: group.tensor }, run);
+    return new Seq2SeqDecoder(this.layout, encoder, run);
   }
 
   /** Python's postprocess: decode(ids, skip_special_tokens=True). */
