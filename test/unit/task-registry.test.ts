@@ -43,6 +43,7 @@ describe('task registry', () => {
       'translation',
       'visualQuestionAnswering',
       'documentQuestionAnswering',
+      'imageTextToText',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -81,6 +82,10 @@ describe('task registry', () => {
         { image: new Uint8Array([1]), boxes: [[0, 0, 4, 4]] },
       ],
       documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
+      imageTextToText: [
+        { image: 'aGk=', text: '<image> q' },
+        { image: 'aGk=', messages: [{ role: 'user', content: [{ type: 'image' }] }] },
+      ],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

@@ -338,6 +338,7 @@ def _pipeline_cases(pipe, model, proc, out_dir: Path, rel: list[str], images) ->
         prompt_ids, new_ids = generate([image], [prompt])
         cases.append({
             "name": f"text:{Path(image).stem}",
+            "task": "image-text-to-text",
             "call": {"inputs": {"image": image, "text": prompt}, "options": options},
             "prompt_ids": prompt_ids[0],
             "new_ids": new_ids[0],
@@ -363,6 +364,7 @@ def _pipeline_cases(pipe, model, proc, out_dir: Path, rel: list[str], images) ->
         width = inputs["input_ids"].shape[1]
         cases.append({
             "name": f"chat:{Path(image).stem}",
+            "task": "image-text-to-text",
             "call": {"inputs": {"image": image, "messages": messages}, "options": options},
             "rendered": rendered,
             "prompt_ids": inputs["input_ids"][0].tolist(),
@@ -374,6 +376,7 @@ def _pipeline_cases(pipe, model, proc, out_dir: Path, rel: list[str], images) ->
     prompt_ids, new_ids = generate(names, [p for _, p in text_inputs[:2]])
     cases.append({
         "name": "batch_left_padded",
+        "task": "image-text-to-text",
         "call": {"inputs": [{"image": i, "text": p} for i, p in text_inputs[:2]], "options": options},
         "prompt_ids": prompt_ids,
         "new_ids": new_ids,
