@@ -103,6 +103,23 @@ describe('imageTextToText', forPipeline('imageTextToText'), () => {
     });
   });
 
+  it('samples each row as it would alone: a seed gives the same tokens alone and in a batch', async () => {
+    const pipeline = new ImageTextToTextPipeline(await load(MODEL), {
+      maxNewTokens: 8,
+      seed: 7,
+      temperature: 1.5,
+    });
+    const inputs = single.map((g) => inputOf(g.call.inputs));
+    const together = await pipeline.run(inputs);
+    const alone = await Promise.all(inputs.map(async (i) => (await pipeline.run([i]))[0]));
+    expect(together.map((r) => r.tokenIds)).toEqual(alone.map((r) => r?.tokenIds));
+    // Sampling at this temperature leaves the greedy path somewhere.
+    const greedy = single.map((g) => untilEos(g.new_ids as number[]));
+    expect(
+      together.some((r, i) => r.tokenIds.join() !== greedy[i]?.slice(0, r.tokenIds.length).join()),
+    ).toBe(true);
+  });
+
   describe("pixel values equal CLIPImageProcessor's", () => {
     pixelValueCases(MODEL, load);
   });
