@@ -71,6 +71,18 @@ describe('imageTextToText', forPipeline('imageTextToText'), () => {
     }
   });
 
+  describe("prompts equal the processor's: template, placeholder expansion, special tokens", () => {
+    for (const golden of single) {
+      it(golden.name, GOLDEN, async () => {
+        const pipeline = new ImageTextToTextPipeline(await load(MODEL));
+        const [prompt] = await pipeline.prompts([inputOf(golden.call.inputs)]);
+        const rendered = (golden as LlavaCase & { rendered?: string }).rendered;
+        expect(prompt?.text).toBe(rendered ?? (golden.call.inputs as { text: string }).text);
+        expect(prompt?.ids).toEqual(golden.prompt_ids);
+      });
+    }
+  });
+
   describe('batches', () => {
     parityCase(
       {

@@ -350,6 +350,11 @@ def _pipeline_cases(pipe, model, proc, out_dir: Path, rel: list[str], images) ->
             {"role": "system", "content": [{"type": "text", "text": "Answer briefly."}]},
             {"role": "user", "content": [{"type": "text", "text": "Look:"}, {"type": "image"}, {"type": "text", "text": " is it raining?"}]},
         ]),
+        # Ending in an assistant turn: the pipeline continues it (continue_final_message).
+        (rel[5], [
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "How tall is it?"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "It is"}]},
+        ]),
     ]
     for image, messages in chats:
         with_image = [
@@ -357,8 +362,10 @@ def _pipeline_cases(pipe, model, proc, out_dir: Path, rel: list[str], images) ->
             for m in messages
         ]
         output = pipe(text=with_image, return_full_text=False, **options)
-        rendered = proc.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        inputs = proc.apply_chat_template(with_image, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt")
+        prefill = messages[-1]["role"] == "assistant"
+        template = {"add_generation_prompt": not prefill, "continue_final_message": prefill}
+        rendered = proc.apply_chat_template(messages, tokenize=False, **template)
+        inputs = proc.apply_chat_template(with_image, tokenize=True, return_dict=True, return_tensors="pt", **template)
         with torch.no_grad():
             out = model.generate(**inputs, **options)
         width = inputs["input_ids"].shape[1]

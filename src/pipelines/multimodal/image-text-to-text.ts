@@ -87,24 +87,8 @@ export class ImageTextToTextPipeline extends BasePipeline<
   protected async runBatch(
     inputs: readonly ImageTextToTextInput[],
   ): Promise<ImageTextToTextOutput[]> {
-    this.processor ??= loadLlavaProcessor(this.model, this.tokenizer);
-    const processor = await this.processor;
     const settings = await this.settings();
-    const fields = inputs.map((_, i) => `inputs[${i}]`);
-    const prepared = await Promise.all(
-      inputs.map((input, i) => this.prepare(processor, input, fields[i] as string)),
-    );
-    const encoded = await Promise.all(
-      prepared.map(async (p, i) => {
-        const count = imageTokenCount(processor, p.image.height, p.image.width);
-        const at = `${fields[i] as string}.${'messages' in (inputs[i] as object) ? 'messages' : 'text'}`;
-        const [e] = await this.encode([expandImageToken(processor, p.prompt, count, at)], {
-          truncation: false,
-          addSpecialTokens: p.addSpecialTokens,
-        });
-        return e?.ids ?? [];
-      }),
-    );
+    const { processor, prepared, promptIds, fields } = await this.preparePrompts(inputs);
     const features = new Array<Float32Array>(inputs.length);
     const run: RunSession = (session, feeds, names) => this.infer(feeds, names, session);
     for (const group of sameSizeGroups(prepared.map((p) => p.image))) {
@@ -116,7 +100,44 @@ export class ImageTextToTextPipeline extends BasePipeline<
       const out = await encodeImages(run, this.graphs, pixels);
       group.forEach((index, k) => (features[index] = out[k] as Float32Array));
     }
-    return this.generate(run, processor, encoded, features, fields, settings);
+    return this.generate(run, processor, promptIds, features, fields, settings);
+  }
+
+  /**
+   * The rendered prompt and its token ids per input, the image placeholder expanded, as Python's
+   * processor hands them to generate().
+   */
+  async prompts(
+    inputs: readonly ImageTextToTextInput[],
+  ): Promise<{ text: string; ids: number[] }[]> {
+    const { prepared, promptIds } = await this.preparePrompts(inputs);
+    return prepared.map((p, i) => ({ text: p.prompt, ids: promptIds[i] ?? [] }));
+  }
+
+  private async preparePrompts(inputs: readonly ImageTextToTextInput[]): Promise<{
+    processor: LlavaProcessor;
+    prepared: Prepared[];
+    promptIds: number[][];
+    fields: string[];
+  }> {
+    this.processor ??= loadLlavaProcessor(this.model, this.tokenizer);
+    const processor = await this.processor;
+    const fields = inputs.map((_, i) => `inputs[${i}]`);
+    const prepared = await Promise.all(
+      inputs.map((input, i) => this.prepare(processor, input, fields[i] as string)),
+    );
+    const promptIds = await Promise.all(
+      prepared.map(async (p, i) => {
+        const count = imageTokenCount(processor, p.image.height, p.image.width);
+        const at = `${fields[i] as string}.${'messages' in (inputs[i] as object) ? 'messages' : 'text'}`;
+        const [e] = await this.encode([expandImageToken(processor, p.prompt, count, at)], {
+          truncation: false,
+          addSpecialTokens: p.addSpecialTokens,
+        });
+        return e?.ids ?? [];
+      }),
+    );
+    return { processor, prepared, promptIds, fields };
   }
 
   private async generate(
