@@ -120,6 +120,12 @@ def main() -> None:
         result = vilt.build(tokenizer_kit.wordpiece(training))
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("llava-image-text-to-text"):
+        from kit import llava
+
+        result = llava.build(training)
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("layoutlm-document-question-answering"):
         from kit import layoutlm
 

@@ -34,6 +34,7 @@ import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
 import { visualQuestionAnsweringTask } from './multimodal/visual-question-answering.ts';
 import { documentQuestionAnsweringTask } from './multimodal/document-question-answering.ts';
 import { imageToTextTask } from './multimodal/image-to-text.ts';
+import { imageTextToTextTask } from './multimodal/image-text-to-text.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -61,6 +62,7 @@ const TASKS = [
   visualQuestionAnsweringTask,
   documentQuestionAnsweringTask,
   imageToTextTask,
+  imageTextToTextTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -43,6 +43,17 @@ describe('chooseOnnxFiles', () => {
     ]);
   });
 
+  it('loads a vision-language export with its decoder as the main graph', async () => {
+    const vlm = await folder('vlm', [
+      'vision_encoder.onnx',
+      'embed_tokens.onnx',
+      'decoder_model_merged.onnx',
+    ]);
+    const files = await chooseOnnxFiles(vlm, undefined);
+    expect(names(files)).toEqual(['decoder_model_merged', 'embed_tokens', 'vision_encoder']);
+    expect(files.main).toBe(join(vlm, 'decoder_model_merged.onnx'));
+  });
+
   it('prefers model.onnx, and takes the one file asked for, alone', async () => {
     const both = await folder('both', ['model.onnx', 'text_model.onnx', 'vision_model.onnx']);
     expect(names(await chooseOnnxFiles(both, undefined))).toEqual(['model']);

@@ -44,6 +44,7 @@ describe('task registry', () => {
       'visualQuestionAnswering',
       'documentQuestionAnswering',
       'imageToText',
+      'imageTextToText',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -84,6 +85,10 @@ describe('task registry', () => {
       ],
       documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
       imageToText: ['aGk=', new Uint8Array([1])],
+      imageTextToText: [
+        { image: 'aGk=', text: '<image> q' },
+        { image: 'aGk=', messages: [{ role: 'user', content: [{ type: 'image' }] }] },
+      ],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();

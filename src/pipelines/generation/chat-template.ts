@@ -14,6 +14,15 @@ export interface ChatMessage {
   tool_call_id?: string;
 }
 
+/** A processor's content part: an image placeholder or a text. */
+export type ContentPart = { type: 'image' } | { type: 'text'; text: string };
+
+/** A message of a multimodal chat, as processors' templates take it: text or a list of parts. */
+export interface PartsMessage {
+  role: string;
+  content: string | readonly ContentPart[];
+}
+
 export interface RenderOptions {
   /** Append the assistant header so the model answers (Python's add_generation_prompt). */
   addGenerationPrompt: boolean;
@@ -45,12 +54,17 @@ export class ChatTemplate {
           ? declared.find((t) => t.name === 'default')?.template
           : undefined;
     if (source === undefined) return undefined;
+    return ChatTemplate.fromSource(source, tokenizer, `${tokenizer.folder}/tokenizer_config.json`);
+  }
+
+  /** A template found elsewhere (a processor's chat_template.jinja), `origin` naming the file. */
+  static fromSource(source: string, tokenizer: TextTokenizer, origin: string): ChatTemplate {
     let template: Template;
     try {
       template = new Template(source);
     } catch (cause) {
       throw new ModelFolderError(
-        `the chat_template in ${tokenizer.folder}/tokenizer_config.json does not parse: ${String(cause)}`,
+        `the chat_template in ${origin} does not parse: ${String(cause)}`,
         { cause, field: 'chat_template' },
       );
     }
@@ -67,6 +81,29 @@ export class ChatTemplate {
   }
 
   render(messages: readonly ChatMessage[], options: RenderOptions): string {
+    return this.renderWith(messages, options, messages[messages.length - 1]?.content);
+  }
+
+  /**
+   * Messages with image and text parts. A final message continued is cut after its last text
+   * part, the part Python's processors continue.
+   */
+  renderParts(messages: readonly PartsMessage[], options: RenderOptions): string {
+    const content = messages[messages.length - 1]?.content;
+    const last =
+      typeof content === 'string'
+        ? content
+        : content
+            ?.filter((p): p is Extract<ContentPart, { type: 'text' }> => p.type === 'text')
+            .at(-1)?.text;
+    return this.renderWith(messages, options, last);
+  }
+
+  private renderWith(
+    messages: readonly (ChatMessage | PartsMessage)[],
+    options: RenderOptions,
+    lastText: string | undefined,
+  ): string {
     let text: string;
     try {
       text = this.template.render({
@@ -81,8 +118,7 @@ export class ChatTemplate {
         field: 'messages',
       });
     }
-    const last = messages[messages.length - 1];
-    return options.continueFinalMessage && last !== undefined ? cutAfter(text, last.content) : text;
+    return options.continueFinalMessage && lastText !== undefined ? cutAfter(text, lastText) : text;
   }
 }
 

@@ -206,7 +206,7 @@ export class TextGenerationPipeline extends BasePipeline<
 }
 
 /** Python's clean_up_tokenization, applied when the tokenizer config asks for it. */
-function cleanUpTokenization(text: string): string {
+export function cleanUpTokenization(text: string): string {
   return text
     .replaceAll(' .', '.')
     .replaceAll(' ?', '?')

@@ -15,6 +15,9 @@ export const SPLIT_EXPORTS: readonly (readonly string[])[] = [
   ['vision_model', 'text_model'],
   // Segment Anything: the image encoder and the prompt encoder + mask decoder.
   ['vision_encoder', 'prompt_encoder_mask_decoder'],
+  // Vision-language decoders (transformers.js's layout): the decoder over inputs_embeds is the
+  // main graph, so its KV cache inputs are the model's.
+  ['decoder_model_merged', 'embed_tokens', 'vision_encoder'],
 ];
 
 /** Optimum's encoder–decoder files (optimum-cli export onnx --task text2text-generation-with-past). */
