@@ -1,14 +1,14 @@
 // Which step loop a generation thread runs: the decoder-only loop for textGeneration, the
-// encoder–decoder one for a task whose pipeline can decode step by step (stepwise-seq2seq.ts).
+// cohort loop for a task whose pipeline can decode step by step (stepwise.ts).
 import { ConfigError } from '../errors.ts';
 import { TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { findTask } from '../pipelines/registry.ts';
 import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
-import { isStepwiseSeq2Seq } from '../pipelines/seq2seq/stepwise-seq2seq.ts';
+import { isStepwiseGenerator } from '../pipelines/generation/stepwise.ts';
 import { GenerationLoop } from './generation-loop.ts';
 import { GENERATIVE_TASKS } from './generative-tasks.ts';
 import type { GenerationWorkerSetup } from './protocol.ts';
-import { Seq2SeqLoop } from './seq2seq-loop.ts';
+import { CohortLoop } from './cohort-loop.ts';
 import type { StepLoop } from './step-loop.ts';
 
 export async function createLoop(
@@ -22,11 +22,11 @@ export async function createLoop(
     return new GenerationLoop(pipeline, setup.limits);
   }
   const pipeline = findTask(setup.task)?.create(model, setup.pipelineOptions);
-  if (!isStepwiseSeq2Seq(pipeline)) {
+  if (!isStepwiseGenerator(pipeline)) {
     throw new ConfigError(
       `the generative engine runs ${GENERATIVE_TASKS.join(', ')}; not ${setup.task}`,
       { field: 'task' },
     );
   }
-  return Seq2SeqLoop.create(pipeline, { maxActive: setup.limits.maxActive });
+  return CohortLoop.create(pipeline, { maxActive: setup.limits.maxActive });
 }

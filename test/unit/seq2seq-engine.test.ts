@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import type { SequenceEvent } from '../../src/generative/protocol.ts';
-import { Seq2SeqLoop } from '../../src/generative/seq2seq-loop.ts';
+import { CohortLoop } from '../../src/generative/cohort-loop.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { Seq2SeqTextPipeline } from '../../src/pipelines/seq2seq/seq2seq-text-pipeline.ts';
 import { readGoldens } from '../parity/goldens.ts';
@@ -27,14 +27,14 @@ function golden(): { inputs: string[]; texts: string[] } {
   return { inputs, texts };
 }
 
-async function loopOf(options: Record<string, unknown>, maxActive: number): Promise<Seq2SeqLoop> {
+async function loopOf(options: Record<string, unknown>, maxActive: number): Promise<CohortLoop> {
   const model = await store.load({ path: BART });
-  return Seq2SeqLoop.create(new Seq2SeqTextPipeline('summarization', model, options), {
+  return CohortLoop.create(new Seq2SeqTextPipeline('summarization', model, options), {
     maxActive,
   });
 }
 
-describe('Seq2SeqLoop', () => {
+describe('CohortLoop', () => {
   it("interleaves requests that arrive mid-decode; every output equals Python's", async () => {
     const { inputs, texts } = golden();
     const loop = await loopOf(GREEDY, 3);

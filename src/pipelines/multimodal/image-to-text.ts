@@ -22,7 +22,8 @@ import {
   type RunSession,
   type Seq2SeqLayout,
 } from '../seq2seq/seq2seq-model.ts';
-import type { StepwiseSeq2Seq } from '../seq2seq/stepwise-seq2seq.ts';
+import type { GenerationCohort, StepwiseGenerator } from '../generation/stepwise.ts';
+import { assertStepwiseSettings, seq2seqCohort } from '../seq2seq/seq2seq-cohort.ts';
 import type { TaskDefinition } from '../task-definition.ts';
 import { decodeImage, type ImageInput } from '../vision/image-decode.ts';
 import { imageInput } from '../vision/image-task.ts';
@@ -47,7 +48,7 @@ const TASK = 'imageToText';
 
 export class ImageToTextPipeline
   extends BasePipeline<ImageInput, ImageToTextOutput, typeof imageToTextOptionsSchema>
-  implements StepwiseSeq2Seq<PixelValues>
+  implements StepwiseGenerator<PixelValues>
 {
   readonly layout: Seq2SeqLayout;
   private readonly preprocessor: ImagePreprocessor;
@@ -95,7 +96,11 @@ export class ImageToTextPipeline
     return texts.map((generatedText) => ({ generatedText }));
   }
 
-  /** One request's image for the generative engine (stepwise-seq2seq.ts). */
+  async assertStepwise(): Promise<void> {
+    assertStepwiseSettings(TASK, (await this.resolved()).settings);
+  }
+
+  /** One request's image for the generative engine (stepwise.ts). */
   async prepareInput(input: unknown): Promise<PixelValues> {
     if (typeof input !== 'string' && !(input instanceof Uint8Array)) {
       throw new InputError(
@@ -106,13 +111,9 @@ export class ImageToTextPipeline
     return preprocessImage(await decodeImage(input, 'input'), this.preprocessor);
   }
 
-  /** A caption has no text prompt: a result's `promptTokens` is 0. */
-  inputLength(): number {
-    return 0;
-  }
-
-  /** The encoder over prepared images, which the processor resized to one size. */
-  async startDecoder(pixels: readonly PixelValues[]): Promise<Seq2SeqDecoder> {
+  /** The encoder over prepared images; a caption has no text prompt (`promptTokens` 0). */
+  async startCohort(pixels: readonly PixelValues[]): Promise<GenerationCohort> {
+    const { settings } = await this.resolved();
     const groups = pixelGroups(pixels);
     const [group] = groups;
     if (group === undefined || groups.length > 1) {
@@ -125,7 +126,12 @@ export class ImageToTextPipeline
     const run: RunSession = (session, feeds, outputNames) =>
       this.infer(feeds, outputNames, session);
     const encoder = await runEncoder(this.layout, { [this.inputName]: group.tensor }, run);
-    return new Seq2SeqDecoder(this.layout, encoder, run);
+    const decoder = new Seq2SeqDecoder(this.layout, encoder, run);
+    return seq2seqCohort(
+      decoder,
+      settings,
+      pixels.map(() => 0),
+    );
   }
 
   /** Python's postprocess: decode(ids, skip_special_tokens=True). */

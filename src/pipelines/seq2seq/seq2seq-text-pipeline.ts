@@ -12,7 +12,8 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { textFeeds, type Feeds } from '../runtime/tensors.ts';
 import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 import { beamSearch } from './beam-search.ts';
-import type { StepwiseSeq2Seq } from './stepwise-seq2seq.ts';
+import type { GenerationCohort, StepwiseGenerator } from '../generation/stepwise.ts';
+import { assertStepwiseSettings, seq2seqCohort } from './seq2seq-cohort.ts';
 import { greedySearch } from './greedy-search.ts';
 import {
   resolveSeq2SeqDefaults,
@@ -41,7 +42,7 @@ export type Seq2SeqOutput = Partial<Record<(typeof OUTPUT_FIELD)[Seq2SeqTask], s
 
 export class Seq2SeqTextPipeline
   extends BasePipeline<string, Seq2SeqOutput, typeof translationOptionsSchema>
-  implements StepwiseSeq2Seq<TokenizedText>
+  implements StepwiseGenerator<TokenizedText>
 {
   readonly layout: Seq2SeqLayout;
   private readonly field: (typeof OUTPUT_FIELD)[Seq2SeqTask];
@@ -114,7 +115,11 @@ export class Seq2SeqTextPipeline
     return this.tokenizer.decode(ids, true);
   }
 
-  /** One request's text for the generative engine (stepwise-seq2seq.ts). */
+  async assertStepwise(): Promise<void> {
+    assertStepwiseSettings(this.task, (await this.resolved()).settings);
+  }
+
+  /** One request's text for the generative engine (stepwise.ts). */
   async prepareInput(input: unknown): Promise<TokenizedText> {
     assertString(input, this.task, 'input');
     const [encoded] = await this.encodeInputs([input]);
@@ -122,8 +127,10 @@ export class Seq2SeqTextPipeline
     return encoded;
   }
 
-  inputLength(encoded: TokenizedText): number {
-    return encoded.ids.length;
+  async startCohort(encoded: readonly TokenizedText[]): Promise<GenerationCohort> {
+    const { settings } = await this.resolved();
+    const lengths = encoded.map((e) => e.ids.length);
+    return seq2seqCohort(await this.startDecoder(encoded), settings, lengths);
   }
 
   /** Runs the encoder over encoded inputs; the decoder is ready for its first step. */

@@ -1,21 +1,18 @@
-// The engine's step loop for an encoder–decoder model. Requests that arrive while others decode are
-// encoded together at the start of the next step (one encoder run) and form a cohort: one decoder
-// batch whose rows leave as they finish. Every step runs one decoder step per cohort, so requests
-// that arrived at different times interleave token by token and each gets its tokens as they come.
-// Cohorts are not merged: their cross-attention caches have different encoder lengths, and
-// padding them together would copy every cached tensor once per join. Each row keeps its own
-// GenerationProgress, as in the batch path (greedy-search.ts), so a request's tokens do not
-// depend on who it shares a cohort with.
-import { CancelledError, ConfigError, DeadlineExceededError, InputError } from '../errors.ts';
-import { serializeError } from '../errors.ts';
-import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
+// The engine's step loop for pipelines that decode in cohorts (encoder–decoders, vision-language
+// models: stepwise.ts). Requests that arrive while others decode are prepared at once and started
+// together at the next step (one encoder or prefill run): a cohort, one decoder batch whose rows
+// leave as they finish. Every step runs one decoder step per cohort, so requests that arrived at
+// different times interleave token by token and each gets its tokens as they come. Cohorts are
+// not merged: an encoder–decoder's cross-attention caches have different encoder lengths, and
+// merging would copy every cached tensor once per join. Each row keeps its own
+// GenerationProgress, as in the batch paths, so a request's tokens do not depend on its cohort.
+import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
+import type { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
-import { progressSettings } from '../pipelines/seq2seq/greedy-search.ts';
-import type { Seq2SeqDecoder } from '../pipelines/seq2seq/seq2seq-model.ts';
-import { force, forcedToken, type Seq2SeqSettings } from '../pipelines/seq2seq/seq2seq-settings.ts';
-import type { StepwiseSeq2Seq } from '../pipelines/seq2seq/stepwise-seq2seq.ts';
+import type { GenerationCohort, StepwiseGenerator } from '../pipelines/generation/stepwise.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
+import { force } from '../pipelines/seq2seq/seq2seq-settings.ts';
 import type { StepLoop, SubmitRequest } from './step-loop.ts';
 
 interface Request {
@@ -28,57 +25,43 @@ interface Request {
 interface Row {
   request: Request;
   progress: GenerationProgress;
+  promptTokens: number;
   emitted: number;
 }
 
 interface Cohort {
-  decoder: Seq2SeqDecoder;
+  decoder: GenerationCohort['decoder'];
+  forcedToken: GenerationCohort['forcedToken'];
   rows: Row[];
   /** The token each row feeds at the next step. */
   tokens: number[];
 }
 
-export interface Seq2SeqLoopLimits {
+export interface CohortLoopLimits {
   /** Rows decoding at once, over every cohort. */
   maxActive: number;
 }
 
-export class Seq2SeqLoop implements StepLoop {
-  private readonly pipeline: StepwiseSeq2Seq;
-  private readonly settings: Seq2SeqSettings;
-  private readonly limits: Seq2SeqLoopLimits;
+export class CohortLoop implements StepLoop {
+  private readonly pipeline: StepwiseGenerator;
+  private readonly limits: CohortLoopLimits;
   private readonly now: () => number;
   private waiting: Request[] = [];
   private cohorts: Cohort[] = [];
 
-  private constructor(
-    pipeline: StepwiseSeq2Seq,
-    settings: Seq2SeqSettings,
-    limits: Seq2SeqLoopLimits,
-    now: () => number,
-  ) {
+  private constructor(pipeline: StepwiseGenerator, limits: CohortLoopLimits, now: () => number) {
     this.pipeline = pipeline;
-    this.settings = settings;
     this.limits = limits;
     this.now = now;
   }
 
-  /** Beam search keeps every beam to the end before it knows a token: it has nothing to stream. */
   static async create(
-    pipeline: StepwiseSeq2Seq,
-    limits: Seq2SeqLoopLimits,
+    pipeline: StepwiseGenerator,
+    limits: CohortLoopLimits,
     now: () => number = Date.now,
-  ): Promise<Seq2SeqLoop> {
-    const { settings } = await pipeline.resolved();
-    if (settings.numBeams > 1) {
-      throw new ConfigError(
-        `${pipeline.task} on the generative engine decodes greedily or by sampling; numBeams ` +
-          `${settings.numBeams} runs on the batch engine: remove the pipeline's generative block ` +
-          'or set options.numBeams: 1',
-        { field: 'options.numBeams' },
-      );
-    }
-    return new Seq2SeqLoop(pipeline, settings, limits, now);
+  ): Promise<CohortLoop> {
+    await pipeline.assertStepwise();
+    return new CohortLoop(pipeline, limits, now);
   }
 
   get idle(): boolean {
@@ -131,17 +114,17 @@ export class Seq2SeqLoop implements StepLoop {
     if (room <= 0 || this.waiting.length === 0) return;
     const joining = this.waiting.splice(0, room);
     try {
-      const decoder = await this.pipeline.startDecoder(joining.map((r) => r.prepared));
-      const start = this.settings.decoderStartTokenId;
-      const shared = progressSettings(this.settings);
+      const cohort = await this.pipeline.startCohort(joining.map((r) => r.prepared));
       this.cohorts.push({
-        decoder,
-        rows: joining.map((request) => ({
+        decoder: cohort.decoder,
+        forcedToken: cohort.forcedToken,
+        rows: joining.map((request, i) => ({
           request,
-          progress: new GenerationProgress([start], shared),
+          progress: cohort.progress[i] as GenerationProgress,
+          promptTokens: cohort.promptTokens[i] ?? 0,
           emitted: 0,
         })),
-        tokens: joining.map(() => start),
+        tokens: [...cohort.firstTokens],
       });
     } catch (err) {
       for (const request of joining) this.fail(request, err, events);
@@ -155,7 +138,7 @@ export class Seq2SeqLoop implements StepLoop {
       const next: number[] = [];
       for (const [i, row] of cohort.rows.entries()) {
         const scores = logits[i] as Float32Array;
-        const forced = forcedToken(this.settings, row.progress.generatedTokens);
+        const forced = cohort.forcedToken?.(row.progress.generatedTokens);
         if (forced !== undefined) force(scores, forced);
         const step = await row.progress.accept(row.progress.choose(scores), (ids) =>
           this.pipeline.decodeText(ids),
@@ -171,7 +154,7 @@ export class Seq2SeqLoop implements StepLoop {
         if (step.done) {
           const result = {
             ...row.progress.result(),
-            promptTokens: this.pipeline.inputLength(row.request.prepared),
+            promptTokens: row.promptTokens,
           };
           events.push({ kind: 'done', id, result });
           continue;
