@@ -5,4 +5,5 @@ export const GENERATIVE_TASKS: readonly string[] = [
   'summarization',
   'translation',
   'imageToText',
+  'imageTextToText',
 ];

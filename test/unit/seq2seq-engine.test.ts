@@ -13,6 +13,7 @@ import { readGoldens } from '../parity/goldens.ts';
 
 const BART = join(import.meta.dirname, '..', 'fixtures', 'models', 'bart-summarization');
 const VIT_GPT2 = join(import.meta.dirname, '..', 'fixtures', 'models', 'vit-gpt2-image-to-text');
+const LLAVA = join(import.meta.dirname, '..', 'fixtures', 'models', 'llava-image-text-to-text');
 const GREEDY = { maxNewTokens: 16, numBeams: 1, doSample: false };
 const store = new ModelStore();
 afterAll(() => store.close());
@@ -153,6 +154,37 @@ describe('GenerativeEngine with an encoder–decoder task', () => {
       expect(texts).toEqual(expected);
       const corrupt = engine.submit(Buffer.from('not an image').toString('base64'));
       await expect(corrupt.result).rejects.toThrow(/cannot read an image/);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("answers image + prompt requests on the engine (imageTextToText); outputs equal Python's", async () => {
+    const cases = readGoldens('llava-image-text-to-text').pipeline.filter(
+      (g) => g.name.startsWith('text:') || g.name.startsWith('chat:'),
+    );
+    expect(cases.length).toBeGreaterThan(3);
+    const engine = await GenerativeEngine.start({
+      model: { path: LLAVA },
+      task: 'imageTextToText',
+      pipelineOptions: { maxNewTokens: 12, doSample: false },
+      threads: 1,
+      scheduler: { maxActive: 2, stepTokens: 64 },
+    });
+    try {
+      const texts = await Promise.all(
+        cases.map(async (c) => {
+          const input = c.call.inputs as { image: string };
+          let streamed = '';
+          for await (const event of engine.submit({ ...input, image: join(LLAVA, input.image) }))
+            if (event.type === 'token') streamed += event.text;
+            else expect(event.result.text).toBe(streamed);
+          return streamed;
+        }),
+      );
+      expect(texts).toEqual(
+        cases.map((c) => (c.output as { generated_text: string }[])[0]?.generated_text),
+      );
     } finally {
       await engine.close();
     }

@@ -17,6 +17,7 @@ import {
 } from '../generation/generation-options.ts';
 import { GenerationProgress, type FinishReason } from '../generation/generation-progress.ts';
 import { emptyKvState, leftPad, type StepTokens } from '../generation/kv-cache.ts';
+import type { GenerationCohort, StepwiseGenerator } from '../generation/stepwise.ts';
 import { cleanUpTokenization } from '../generation/text-generation.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
@@ -38,6 +39,7 @@ import {
   type RunSession,
   type VlmGraphs,
 } from './vlm-decoder.ts';
+import { VlmCohortStepper } from './vlm-cohort.ts';
 
 // textGeneration's decoding options; a response format and a system prompt are text-chat matters.
 export const imageTextToTextOptionsSchema = generationOptionsSchema.omit({
@@ -70,11 +72,20 @@ interface Prepared {
   addSpecialTokens: boolean;
 }
 
-export class ImageTextToTextPipeline extends BasePipeline<
-  ImageTextToTextInput,
-  ImageTextToTextOutput,
-  typeof imageTextToTextOptionsSchema
-> {
+/** One engine request, prepared: its image and its prompt's token ids. */
+export interface PreparedRequest {
+  prepared: Prepared;
+  promptIds: number[];
+}
+
+export class ImageTextToTextPipeline
+  extends BasePipeline<
+    ImageTextToTextInput,
+    ImageTextToTextOutput,
+    typeof imageTextToTextOptionsSchema
+  >
+  implements StepwiseGenerator<PreparedRequest>
+{
   readonly graphs: VlmGraphs;
   private processor: Promise<LlavaProcessor> | undefined;
   private defaults: Promise<GenerationDefaults> | undefined;
@@ -89,18 +100,61 @@ export class ImageTextToTextPipeline extends BasePipeline<
   ): Promise<ImageTextToTextOutput[]> {
     const settings = await this.settings();
     const { processor, prepared, promptIds, fields } = await this.preparePrompts(inputs);
-    const features = new Array<Float32Array>(inputs.length);
-    const run: RunSession = (session, feeds, names) => this.infer(feeds, names, session);
+    const features = await this.imageFeatures(prepared);
+    return this.generate(this.runner(), processor, promptIds, features, fields, settings);
+  }
+
+  async assertStepwise(): Promise<void> {
+    await this.settings();
+  }
+
+  /** One request for the generative engine (stepwise.ts): its image and prompt ids. */
+  async prepareInput(input: unknown): Promise<PreparedRequest> {
+    const { prepared, promptIds } = await this.preparePrompts([input as ImageTextToTextInput]);
+    return { prepared: prepared[0] as Prepared, promptIds: promptIds[0] ?? [] };
+  }
+
+  /** The prefill of a cohort: one vision run per image size, one left-padded prompt batch. */
+  async startCohort(requests: readonly PreparedRequest[]): Promise<GenerationCohort> {
+    this.processor ??= loadLlavaProcessor(this.model, this.tokenizer);
+    const processor = await this.processor;
+    const settings = await this.settings();
+    const prompts = requests.map((r) => r.promptIds);
+    const features = await this.imageFeatures(requests.map((r) => r.prepared));
+    const tokens = leftPad(prompts, this.tokenizer.padId);
+    const embeds = await embedTokens(this.runner(), this.graphs, tokens.ids);
+    const fields = requests.map(() => 'input');
+    scatterImageFeatures(embeds, tokens.ids, processor.imageTokenId, features, fields);
+    return {
+      decoder: new VlmCohortStepper(
+        this.runner(),
+        this.graphs,
+        tokens,
+        embeds,
+        this.tokenizer.padId,
+      ),
+      progress: prompts.map((ids) => new GenerationProgress(ids, settings)),
+      firstTokens: prompts.map(() => this.tokenizer.padId),
+      promptTokens: prompts.map((ids) => ids.length),
+    };
+  }
+
+  private runner(): RunSession {
+    return (session, feeds, names) => this.infer(feeds, names, session);
+  }
+
+  private async imageFeatures(prepared: readonly Prepared[]): Promise<Float32Array[]> {
+    const features = new Array<Float32Array>(prepared.length);
     for (const group of sameSizeGroups(prepared.map((p) => p.image))) {
       const { pixel_values: pixels } = imageFeeds(
         group.map((i) => (prepared[i] as Prepared).image),
         ['pixel_values'],
       );
       if (pixels === undefined) continue;
-      const out = await encodeImages(run, this.graphs, pixels);
+      const out = await encodeImages(this.runner(), this.graphs, pixels);
       group.forEach((index, k) => (features[index] = out[k] as Float32Array));
     }
-    return this.generate(run, processor, promptIds, features, fields, settings);
+    return features;
   }
 
   /**
@@ -150,7 +204,7 @@ export class ImageTextToTextPipeline extends BasePipeline<
   ): Promise<ImageTextToTextOutput[]> {
     const padId = this.tokenizer.padId;
     const progress = prompts.map((ids) => new GenerationProgress(ids, settings));
-    const decode = (ids: readonly number[]): Promise<string> => this.decode(ids);
+    const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
     let tokens: StepTokens = leftPad(prompts, padId);
     let embeds = await embedTokens(run, this.graphs, tokens.ids);
     scatterImageFeatures(embeds, tokens.ids, processor.imageTokenId, features, fields);
@@ -218,7 +272,8 @@ export class ImageTextToTextPipeline extends BasePipeline<
     return resolveSettings(options, await this.defaults, this.model);
   }
 
-  private async decode(ids: readonly number[]): Promise<string> {
+  /** Python's decode: no special tokens, and the tokenizer's own clean-up. */
+  async decodeText(ids: readonly number[]): Promise<string> {
     const text = await this.tokenizer.decode(ids, true);
     return this.tokenizer.config['clean_up_tokenization_spaces'] === true
       ? cleanUpTokenization(text)
