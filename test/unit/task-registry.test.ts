@@ -43,6 +43,8 @@ describe('task registry', () => {
       'translation',
       'visualQuestionAnswering',
       'documentQuestionAnswering',
+      'textToSpeech',
+      'textToAudio',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -81,6 +83,8 @@ describe('task registry', () => {
         { image: new Uint8Array([1]), boxes: [[0, 0, 4, 4]] },
       ],
       documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
+      textToSpeech: ['hi', '', { text: 'hi', speakerEmbeddings: [0.1, -0.2] }],
+      textToAudio: ['hi'],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
@@ -94,6 +98,12 @@ describe('task registry', () => {
     );
     expect(() => check('textGeneration', [{ role: 'user', content: 'x'.repeat(11) }])).toThrow(
       /'text'\[0\]\.content is 11 characters/,
+    );
+    expect(() => check('textToSpeech', { text: 'hi', speakerEmbeddings: [1, 2, 3] })).toThrow(
+      /'text'\.speakerEmbeddings has 3 items/,
+    );
+    expect(() => check('textToSpeech', { text: 'hi', speakerEmbeddings: ['1'] })).toThrow(
+      /list of finite numbers/,
     );
     // Image bytes are held to the image limits by the route, not to the text limits.
     expect(() => check('imageClassification', 'a'.repeat(100))).not.toThrow();
