@@ -1,7 +1,11 @@
 // textToSpeech / textToAudio against transformers' text-to-speech pipeline on the tiny SpeechT5
 // fixture (kit/speecht5.py): waveforms ≤ 1e-4 after a WAV round trip, the sampling rate, the
 // tokenizer, the stop paths (threshold, minlenratio, maxlenratio) and the inputs Python fails on.
+import { readdir, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import { scratchDir } from '../helpers/file-route.ts';
 import { decodeAudio } from '../../src/pipelines/audio/audio-decode.ts';
 import {
   TextToSpeechPipeline,
@@ -11,7 +15,7 @@ import {
 } from '../../src/pipelines/audio/text-to-speech.ts';
 import { InputError } from '../../src/errors.ts';
 import { compareDeep } from './compare.ts';
-import { readGoldens, type GoldenCase } from './goldens.ts';
+import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
 import { forPipeline, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
@@ -150,6 +154,39 @@ describe('textToSpeech', forPipeline('textToSpeech'), () => {
     const [a, b] = (await asPython([float, pcm] as TextToSpeechOutput[])) as { audio: number[] }[];
     expect(compareDeep(b?.audio, a?.audio, 1 / 32768).differences).toEqual([]);
   });
+});
+
+describe('textToSpeech over a merged decoder', forPipeline('textToSpeech'), () => {
+  // Most published SpeechT5 exports ship decoder_model_merged.onnx (one graph, switched by
+  // use_cache_branch) instead of the two decoders: the fixture's merged/ holds the two merged
+  // as Optimum merges them, swapped in here for the pair.
+  const merged = scratchDir('tts-merged');
+  const defaults = goldens.pipeline.find((g) => g.name === 'defaults');
+  if (defaults === undefined) throw new Error('the goldens have no defaults case');
+  parityCase(
+    defaults,
+    async ({ call }) => {
+      const source = modelPath(MODEL);
+      for (const name of await readdir(source)) {
+        if (name.startsWith('decoder_model') || name.startsWith('decoder_with_past')) continue;
+        await symlink(
+          join(source, name === 'merged' ? 'merged/decoder_model_merged.onnx' : name),
+          merged.file(name === 'merged' ? 'decoder_model_merged.onnx' : name),
+        );
+      }
+      const store = new ModelStore();
+      try {
+        const model = await store.load({ path: merged.path });
+        expect([...model.sessions.keys()]).toContain('decoder_model_merged');
+        const pipeline = new TextToSpeechPipeline('textToSpeech', model);
+        expect(pipeline.layout.merged).toBe(true);
+        return await asPython(await pipeline.run(inputsOf(call as Call)));
+      } finally {
+        await store.close();
+      }
+    },
+    { rerun: true },
+  );
 });
 
 describe('textToAudio', forPipeline('textToAudio'), () => {

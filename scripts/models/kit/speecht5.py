@@ -9,7 +9,8 @@ Files (Optimum's `optimum-cli export onnx --model microsoft/speecht5_tts --model
   decoder_with_past_model.onnx      the same plus past_key_values.{i}.decoder/encoder.key/value; its
                                     presents are the self-attention (decoder) ones only
   decoder_postnet_and_vocoder.onnx  spectrogram [frames, mel] -> waveform [samples]
-plus spm_char.model (the SentencePiece character model SpeechT5Tokenizer reads), tokenizer.json
+and merged/decoder_model_merged.onnx (the two decoders as Optimum merges them, loaded by a test
+in their place), plus spm_char.model (the SentencePiece character model SpeechT5Tokenizer reads), tokenizer.json
 (the same tokenizer converted for the `tokenizers` library; the goldens prove both give the same
 ids), preprocessor_config.json (sampling_rate) and speaker_embeddings.npy (the default speaker).
 
@@ -276,6 +277,83 @@ def export_all(model, vocoder, tok, speaker: np.ndarray, out_dir: Path) -> dict[
     return parity
 
 
+def merge_decoders(out_dir: Path, target: Path, config) -> dict[str, Any]:
+    """decoder_model + decoder_with_past_model as one graph switched by `use_cache_branch`, the
+    layout of Optimum's decoder_model_merged.onnx (what most published SpeechT5 exports ship):
+    an If node whose else branch is the first step and whose then branch the later ones, which
+    hands the cross-attention cache it was given back as its encoder presents."""
+    import copy
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    first = onnx.load(str(out_dir / "decoder_model.onnx"))
+    later = onnx.load(str(out_dir / "decoder_with_past_model.onnx"))
+    outputs = [o.name for o in first.graph.output]
+
+    def branch(model, prefix: str, passthrough: bool):
+        graph = copy.deepcopy(model.graph)
+        made = {i.name for i in graph.initializer} | {o for n in graph.node for o in n.output}
+        rename = {name: prefix + name for name in made}
+        for init in graph.initializer:
+            init.name = rename[init.name]
+        for node in graph.node:
+            node.name = prefix + node.name
+            node.input[:] = [rename.get(x, x) for x in node.input]
+            node.output[:] = [rename.get(x, x) for x in node.output]
+        for info in graph.value_info:
+            info.name = rename.get(info.name, info.name)
+        if passthrough:
+            for name in outputs:
+                if ".encoder." in name:
+                    past = name.replace("present.", "past_key_values.")
+                    graph.node.append(helper.make_node("Identity", [past], [prefix + name], name=prefix + name))
+        by_name = {o.name: o for o in first.graph.output}
+        del graph.output[:]
+        for name in outputs:
+            out = copy.deepcopy(by_name[name])
+            out.name = rename.get(name, prefix + name)
+            graph.output.append(out)
+        del graph.input[:]
+        graph.name = prefix.strip("/")
+        return graph
+
+    cond = helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1])
+    node = helper.make_node("If", ["use_cache_branch"], outputs, name="optimum::if",
+                            then_branch=branch(later, "with_past/", True), else_branch=branch(first, "first/", False))
+    graph = helper.make_graph([node], "decoder_model_merged", [*later.graph.input, cond],
+                              list(first.graph.output))
+    merged = helper.make_model(graph, opset_imports=first.opset_import, ir_version=first.ir_version)
+    onnx.checker.check_model(merged)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(merged, str(target), save_as_external_data=False)
+
+    # The merged graph must answer as the two it merges, on both branches.
+    sessions = {n: onnx_export.session(out_dir / f"{n}.onnx") for n in ("encoder_model", "decoder_model",
+                                                                          "decoder_with_past_model")}
+    merged_session = onnx_export.session(target)
+    hidden, mask = sessions["encoder_model"].run(None, {"input_ids": np.array([[5, 6, 7, 8, 2]], np.int64)})
+    feed = {"output_sequence": np.zeros((1, 1, MEL_BINS), np.float32),
+            "speaker_embeddings": np.ones((1, SPEAKER_DIM), np.float32),
+            "encoder_outputs": hidden, "encoder_attention_mask": mask}
+    past_names = _past_names(config.decoder_layers, "past_key_values")
+    heads = config.decoder_attention_heads
+    empty = {n: np.zeros((1, heads, 0, config.hidden_size // heads), np.float32) for n in past_names}
+    want_first = sessions["decoder_model"].run(None, feed)
+    got_first = merged_session.run(None, {**feed, **empty, "use_cache_branch": np.array([False])})
+    past = dict(zip(past_names, want_first[3:]))
+    step = {**feed, "output_sequence": want_first[0], **past}
+    want_later = sessions["decoder_with_past_model"].run(None, step)
+    got_later = merged_session.run(None, {**step, "use_cache_branch": np.array([True])})
+    later_names = [o.name for o in sessions["decoder_with_past_model"].get_outputs()]
+    worst = max(float(np.max(np.abs(a - b))) for a, b in zip(got_first, want_first))
+    for name, value in zip(later_names, want_later):
+        worst = max(worst, float(np.max(np.abs(got_later[outputs.index(name)] - value))))
+    if worst > 0:
+        raise onnx_export.ParityError(f"{target}: the merged decoder differs from its parts by {worst}")
+    return {"max_abs_diff": worst, "branches": 2}
+
+
 # --- goldens ----------------------------------------------------------------------------------
 
 
@@ -417,6 +495,9 @@ def build() -> dict[str, Any]:
     SpeechT5FeatureExtractor(sampling_rate=SAMPLING_RATE, num_mel_bins=MEL_BINS).save_pretrained(out_dir)
     np.save(out_dir / "speaker_embeddings.npy", speaker.numpy().reshape(-1).astype(np.float32))
     parity = export_all(loaded, loaded_vocoder, tok, speaker.numpy(), out_dir)
+    # Kept apart, so the folder loads decoder + decoder-with-past; the parity test swaps it in.
+    parity["merged/decoder_model_merged.onnx"] = merge_decoders(
+        out_dir, out_dir / "merged" / "decoder_model_merged.onnx", config)
     pipe = pipeline("text-to-speech", model=loaded, tokenizer=tok, vocoder=loaded_vocoder)
     goldens = {
         "schema": GOLDENS_SCHEMA,
