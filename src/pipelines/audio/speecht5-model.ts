@@ -174,14 +174,12 @@ export async function generateSpectrogram(
       encoder_attention_mask: encoderMask,
     };
     if (layout.merged) feeds['use_cache_branch'] = new Tensor('bool', [step > 1], [1]);
-    layout.pastNames.forEach((name, i) => {
-      if (step > 1) {
-        const selfIndex = layout.pastNames
-          .slice(0, i)
-          .filter((n) => n.includes('.decoder.')).length;
-        const crossIndex = i - selfIndex;
-        feeds[name] = (name.includes('.decoder.') ? past[selfIndex] : cross[crossIndex]) as Tensor;
-      } else if (layout.merged) {
+    let self = 0;
+    let crossed = 0;
+    for (const name of layout.pastNames) {
+      if (step > 1)
+        feeds[name] = (name.includes('.decoder.') ? past[self++] : cross[crossed++]) as Tensor;
+      else if (layout.merged)
         // The merged graph takes a cache on both branches; the first step's is empty and unread.
         feeds[name] = new Tensor('float32', new Float32Array(0), [
           1,
@@ -189,8 +187,7 @@ export async function generateSpectrogram(
           0,
           layout.headDim,
         ]);
-      }
-    });
+    }
     const declared = Object.fromEntries(
       Object.entries(feeds).filter(([name]) => session.inputNames.includes(name)),
     );
