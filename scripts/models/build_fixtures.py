@@ -144,6 +144,12 @@ def main() -> None:
         result = ast_audio.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("speecht5-text-to-speech"):
+        from kit import speecht5
+
+        result = speecht5.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

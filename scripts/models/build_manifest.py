@@ -31,6 +31,11 @@ PROVENANCE: dict[str, dict[str, str]] = {
         "licence": "Apache-2.0 (this repository)",
         "made": "random weights from a config (seeded); the audio clips are kit/audio.py's tones, chirp and noise over a noise floor drawn by scripts/models/kit/ast_audio.py",
     },
+    "speecht5-text-to-speech": {
+        "source_package": "none (built here)",
+        "licence": "Apache-2.0 (this repository)",
+        "made": "random SpeechT5 + HiFi-GAN weights from configs (seeded, stop head steered), SentencePiece char model trained on the Spam Assassin corpus; scripts/models/kit/speecht5.py",
+    },
 }
 
 

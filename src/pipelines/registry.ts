@@ -35,6 +35,7 @@ import { visualQuestionAnsweringTask } from './multimodal/visual-question-answer
 import { documentQuestionAnsweringTask } from './multimodal/document-question-answering.ts';
 import { imageToTextTask } from './multimodal/image-to-text.ts';
 import { imageTextToTextTask } from './multimodal/image-text-to-text.ts';
+import { textToAudioTask, textToSpeechTask } from './audio/text-to-speech.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -63,6 +64,8 @@ const TASKS = [
   documentQuestionAnsweringTask,
   imageToTextTask,
   imageTextToTextTask,
+  textToSpeechTask,
+  textToAudioTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -69,4 +69,21 @@ describe('chooseOnnxFiles', () => {
       field: 'path',
     });
   });
+
+  it("loads SpeechT5's postnet-and-vocoder graph beside the encoder and the decoders", async () => {
+    const tts = await folder('speecht5', [
+      'decoder_model.onnx',
+      'decoder_postnet_and_vocoder.onnx',
+      'decoder_with_past_model.onnx',
+      'encoder_model.onnx',
+    ]);
+    const files = await chooseOnnxFiles(tts, undefined);
+    expect(names(files)).toEqual([
+      'encoder_model',
+      'decoder_model',
+      'decoder_with_past_model',
+      'decoder_postnet_and_vocoder',
+    ]);
+    expect(files.main).toBe(join(tts, 'encoder_model.onnx'));
+  });
 });

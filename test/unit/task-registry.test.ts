@@ -45,6 +45,8 @@ describe('task registry', () => {
       'documentQuestionAnswering',
       'imageToText',
       'imageTextToText',
+      'textToSpeech',
+      'textToAudio',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -89,6 +91,8 @@ describe('task registry', () => {
         { image: 'aGk=', text: '<image> q' },
         { image: 'aGk=', messages: [{ role: 'user', content: [{ type: 'image' }] }] },
       ],
+      textToSpeech: ['hi', '', { text: 'hi', speakerEmbeddings: [0.1, -0.2] }],
+      textToAudio: ['hi'],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
@@ -102,6 +106,12 @@ describe('task registry', () => {
     );
     expect(() => check('textGeneration', [{ role: 'user', content: 'x'.repeat(11) }])).toThrow(
       /'text'\[0\]\.content is 11 characters/,
+    );
+    expect(() => check('textToSpeech', { text: 'hi', speakerEmbeddings: [1, 2, 3] })).toThrow(
+      /'text'\.speakerEmbeddings has 3 items/,
+    );
+    expect(() => check('textToSpeech', { text: 'hi', speakerEmbeddings: ['1'] })).toThrow(
+      /list of finite numbers/,
     );
     // Image bytes are held to the image limits by the route, not to the text limits.
     expect(() => check('imageClassification', 'a'.repeat(100))).not.toThrow();

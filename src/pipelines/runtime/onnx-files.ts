@@ -25,6 +25,8 @@ const ENCODER = 'encoder_model';
 const MERGED_DECODER = 'decoder_model_merged';
 const DECODER = 'decoder_model';
 const DECODER_WITH_PAST = 'decoder_with_past_model';
+/** SpeechT5 text-to-speech exports add the speech postnet and the vocoder as a fourth graph. */
+const POSTNET_AND_VOCODER = 'decoder_postnet_and_vocoder';
 
 export interface OnnxFiles {
   /** The main graph's path. */
@@ -92,7 +94,7 @@ function encoderDecoder(folder: string, onnx: readonly string[]): OnnxFiles {
       { field: 'path' },
     );
   }
-  const names = [ENCODER, ...decoders];
+  const names = [ENCODER, ...decoders, ...[POSTNET_AND_VOCODER].filter(has)];
   return {
     main: join(folder, `${ENCODER}.onnx`),
     graphs: new Map(names.map((name) => [name, join(folder, `${name}.onnx`)])),

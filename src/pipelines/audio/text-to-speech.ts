@@ -1,0 +1,187 @@
+// Text to speech as Python's `text-to-speech` / `text-to-audio` pipeline runs SpeechT5: the text
+// tokenized without truncation, SpeechT5's generate (speecht5-model.ts) with the speaker's
+// x-vector, then the vocoder; the waveform comes back as a WAV file with its sampling rate.
+// Python's pipeline runs one text per forward pass by default; with a batch it takes max and min
+// lengths from the padded length and pads every waveform to the longest, so here every text runs
+// alone and gets the waveform Python gives it alone (docs/pipelines.md#texttospeech).
+import { readdir } from 'node:fs/promises';
+import { z } from 'zod';
+import { InputError, ModelFolderError } from '../../errors.ts';
+import { BasePipeline } from '../base-pipeline.ts';
+import type { LoadedModel } from '../runtime/model-store.ts';
+import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import { folderSpeaker, readSpeakerFile, SPEAKER_FILES } from './speaker-embeddings.ts';
+import {
+  generateSpectrogram,
+  speechT5LayoutOf,
+  vocode,
+  type RunSession,
+  type SpeechT5Layout,
+} from './speecht5-model.ts';
+import { encodeWav } from './wav-encode.ts';
+
+const finiteList = z.array(z.number().finite()).min(1);
+
+export const textToSpeechOptionsSchema = z
+  .object({
+    /** Stop once the frame's summed stop probability reaches this (SpeechT5's default 0.5). */
+    threshold: z.number().finite().min(0).default(0.5),
+    /** Minimum length in decoder steps, as a ratio of the text's tokens over reduction_factor. */
+    minlenratio: z.number().finite().min(0).default(0),
+    /** Maximum length in decoder steps, as minlenratio counts them (SpeechT5's default 20). */
+    maxlenratio: z.number().finite().positive().default(20),
+    /**
+     * The speaker's x-vector, or the path of a .npy / .bin file holding it; a record's own
+     * `speakerEmbeddings` wins. Default: speaker_embeddings.npy or .bin in the model folder.
+     */
+    speakerEmbeddings: z.union([finiteList, z.string().min(1)]).optional(),
+    /** The waveform's rate; default preprocessor_config.json's sampling_rate, else 16000 (HiFi-GAN's). */
+    samplingRate: z.number().int().positive().optional(),
+    /** float32 (the model's samples exactly, the default) or pcm16 (half the size, rounded). */
+    wavFormat: z.enum(['float32', 'pcm16']).default('float32'),
+  })
+  .strict();
+
+export type TextToSpeechOptions = z.input<typeof textToSpeechOptionsSchema>;
+
+/** A text, or a text with its own speaker. */
+export type TextToSpeechInput = string | { text: string; speakerEmbeddings?: readonly number[] };
+
+export interface TextToSpeechOutput {
+  /** A mono WAV file (base64 in JSON outputs). */
+  audio: Uint8Array;
+  samplingRate: number;
+}
+
+const HIFIGAN_RATE = 16_000;
+
+export class TextToSpeechPipeline extends BasePipeline<
+  TextToSpeechInput,
+  TextToSpeechOutput,
+  typeof textToSpeechOptionsSchema
+> {
+  readonly layout: SpeechT5Layout;
+  readonly samplingRate: number;
+  private defaultSpeaker: Promise<Float32Array | undefined> | undefined;
+
+  constructor(task: string, model: LoadedModel, options: TextToSpeechOptions = {}) {
+    super(task, model, textToSpeechOptionsSchema, options);
+    this.layout = speechT5LayoutOf(model);
+    const declared = model.preprocessor?.['sampling_rate'];
+    this.samplingRate =
+      this.options.samplingRate ?? (typeof declared === 'number' ? declared : HIFIGAN_RATE);
+  }
+
+  /** The mel frames (before the postnet) and the waveform of one text, as generate_speech makes them. */
+  async synthesize(
+    input: TextToSpeechInput,
+    field = 'input',
+  ): Promise<{ frames: number; waveform: Float32Array }> {
+    const { text, speaker } = await this.parse(input, field);
+    const [encoded] = await this.encode([text], { truncation: false });
+    const run: RunSession = (session, feeds, outputNames) =>
+      this.infer(feeds, outputNames, session);
+    const spectrogram = await generateSpectrogram(
+      this.layout,
+      run,
+      encoded?.ids ?? [],
+      speaker,
+      this.options,
+      field,
+    );
+    return { frames: spectrogram.frames, waveform: await vocode(this.layout, run, spectrogram) };
+  }
+
+  protected async runBatch(inputs: readonly TextToSpeechInput[]): Promise<TextToSpeechOutput[]> {
+    const outputs: TextToSpeechOutput[] = [];
+    for (const [i, input] of inputs.entries()) {
+      const { waveform } = await this.synthesize(input, `inputs[${i}]`);
+      outputs.push({
+        audio: encodeWav(waveform, this.samplingRate, this.options.wavFormat),
+        samplingRate: this.samplingRate,
+      });
+    }
+    return outputs;
+  }
+
+  private async parse(
+    input: TextToSpeechInput,
+    field: string,
+  ): Promise<{ text: string; speaker: Float32Array }> {
+    const text = typeof input === 'string' ? input : isObject(input) ? input.text : undefined;
+    if (typeof text !== 'string')
+      throw new InputError(`${this.task}: ${field} must be a text or {text, speakerEmbeddings?}`, {
+        field,
+      });
+    const own = typeof input === 'string' ? undefined : input.speakerEmbeddings;
+    const speaker =
+      own !== undefined
+        ? Float32Array.from(own)
+        : await this.pipelineSpeaker(`${field}.speakerEmbeddings`);
+    if (speaker.length !== this.layout.speakerDim)
+      throw new InputError(
+        `${this.task}: the speaker embeddings have ${speaker.length} values and the model takes ` +
+          `${this.layout.speakerDim} (speaker_embedding_dim)`,
+        { field: own !== undefined ? `${field}.speakerEmbeddings` : 'speakerEmbeddings' },
+      );
+    return { text, speaker };
+  }
+
+  private async pipelineSpeaker(field: string): Promise<Float32Array> {
+    this.defaultSpeaker ??= this.loadDefaultSpeaker();
+    const speaker = await this.defaultSpeaker;
+    if (speaker === undefined)
+      throw new InputError(
+        `${this.task}: no speaker embeddings for ${field}; give the record a speakerEmbeddings ` +
+          `list, set the pipeline option speakerEmbeddings, or put ${SPEAKER_FILES.join(' or ')} ` +
+          'in the model folder (Python requires speaker_embeddings too)',
+        { field },
+      );
+    return speaker;
+  }
+
+  private async loadDefaultSpeaker(): Promise<Float32Array | undefined> {
+    const option = this.options.speakerEmbeddings;
+    if (Array.isArray(option)) return Float32Array.from(option);
+    if (typeof option === 'string') return readSpeakerFile(option, 'speakerEmbeddings');
+    const files = await readdir(this.model.folder).catch((cause: unknown) => {
+      throw new ModelFolderError(`cannot read ${this.model.folder}`, { cause, field: 'path' });
+    });
+    return folderSpeaker(this.model.folder, files);
+  }
+}
+
+function speechTask(task: string): TaskDefinition {
+  return {
+    task,
+    optionsSchema: textToSpeechOptionsSchema,
+    create: (model, options) =>
+      new TextToSpeechPipeline(task, model, options as TextToSpeechOptions),
+    inputSchema(input, check): void {
+      if (typeof input === 'string') {
+        check.text(input);
+        return;
+      }
+      const record = isObject(input) ? input : {};
+      const text = record['text'];
+      if (typeof text !== 'string')
+        return check.fail('a string, or {text: a string, speakerEmbeddings?: a list of numbers}');
+      check.text(text, `${check.field}.text`);
+      const speaker = record['speakerEmbeddings'];
+      if (speaker === undefined) return;
+      if (
+        !Array.isArray(speaker) ||
+        !speaker.every((v) => typeof v === 'number' && Number.isFinite(v))
+      )
+        return check.fail('{text, speakerEmbeddings: a list of finite numbers}');
+      check.list(speaker, `${check.field}.speakerEmbeddings`);
+    },
+    inputKind: 'text',
+    // Each text runs alone through its own decoder loop: one row, whatever its length.
+    cost: () => Promise.resolve(UNIT_COST),
+  };
+}
+
+export const textToSpeechTask = speechTask('textToSpeech');
+/** Python's `text-to-audio`: the same pipeline under its other name. */
+export const textToAudioTask = speechTask('textToAudio');

@@ -1,0 +1,99 @@
+// Text to speech through the file route: JSONL texts in, WAV files out (base64 in the output
+// record) that decode back to Python's waveforms; the empty text is spoken as Python speaks it,
+// and a text over the model's max_text_positions, where Python fails, is dead-lettered.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { decodeAudio } from '../../src/pipelines/audio/audio-decode.ts';
+import { compareDeep } from '../parity/compare.ts';
+import { readGoldens } from '../parity/goldens.ts';
+import {
+  readDeadLetters,
+  readJsonl,
+  runToEnd,
+  scratchDir,
+  writeJsonl,
+} from '../helpers/file-route.ts';
+
+const MODEL = 'speecht5-text-to-speech';
+const MODEL_PATH = join(import.meta.dirname, '..', 'fixtures', 'models', MODEL);
+const dir = scratchDir('tts-route');
+
+interface Spoken {
+  audio: number[];
+  sampling_rate: number;
+}
+
+describe('textToSpeech file route', () => {
+  it("writes WAV files of Python's waveforms in order and dead-letters what Python fails on", async () => {
+    const goldens = readGoldens(MODEL) as unknown as {
+      pipeline: {
+        name: string;
+        call: { inputs: string[]; speaker_embeddings: number[] | null };
+        output: Spoken[];
+      }[];
+      errors: { name: string; call: { inputs: string } }[];
+    };
+    const defaults = goldens.pipeline.find((g) => g.name === 'defaults');
+    const other = goldens.pipeline.find((g) => g.name === 'other_speaker');
+    const tooLong = goldens.errors.find((e) => e.name === 'text_over_max_text_positions');
+    if (defaults === undefined || other === undefined || tooLong === undefined)
+      throw new Error('the goldens lack the defaults, other_speaker or over-long cases');
+    expect(defaults.call.inputs).toContain('');
+
+    const good = [
+      ...defaults.call.inputs.map((text, i) => ({ id: `t-${i}`, speech: text })),
+      {
+        id: 'own-speaker',
+        speech: { text: other.call.inputs[0], speakerEmbeddings: other.call.speaker_embeddings },
+      },
+    ];
+    const expected = [...defaults.output, other.output[0]];
+    const bad = [
+      { id: 'too-long', speech: tooLong.call.inputs },
+      { id: 'number', speech: 42 },
+    ];
+    const records: unknown[] = [...good];
+    records.splice(2, 0, bad[0]);
+    records.splice(4, 0, bad[1]);
+    await writeJsonl(dir.file('in.jsonl'), records);
+    await runToEnd(`
+models: { t5: { path: ${JSON.stringify(MODEL_PATH)} } }
+pipelines: { speak: { task: textToSpeech, model: t5 } }
+routes:
+  - source: { type: file, path: ${dir.quoted('in.jsonl')} }
+    pipeline: speak
+    input: { field: speech }
+    output: { field: wav }
+    sink: { type: file, path: ${dir.quoted('out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
+`);
+
+    const out = await readJsonl<{ id: string; wav: { audio: string; samplingRate: number } }>(
+      dir.file('out.jsonl'),
+    );
+    expect(out.map((r) => r.id)).toEqual(good.map((r) => r.id));
+    const spoken = await Promise.all(
+      out.map(async ({ wav }): Promise<Spoken> => {
+        const bytes = new Uint8Array(Buffer.from(wav.audio, 'base64'));
+        expect(String.fromCharCode(...bytes.subarray(0, 4))).toBe('RIFF');
+        const decoded = await decodeAudio(bytes, 'wav');
+        expect(decoded.samplingRate).toBe(wav.samplingRate);
+        return { audio: Array.from(decoded.channels[0] ?? []), sampling_rate: wav.samplingRate };
+      }),
+    );
+    expect(compareDeep(spoken, expected, 1e-4).differences).toEqual([]);
+
+    const dlq = await readDeadLetters(dir.file('dlq.jsonl'));
+    const byId = new Map(dlq.map((d) => [(JSON.parse(d.value) as { id: string }).id, d.headers]));
+    expect([...byId.keys()].sort()).toEqual(['number', 'too-long']);
+    expect(byId.get('too-long')).toMatchObject({
+      'hugot.error.stage': 'inference',
+      'hugot.error.code': 'INPUT_INVALID',
+    });
+    expect(byId.get('too-long')?.['hugot.error.message']).toMatch(
+      /is 106 tokens and SpeechT5 reads at most 64 \(max_text_positions\); split the text/,
+    );
+    expect(byId.get('number')).toMatchObject({ 'hugot.error.stage': 'validate' });
+    expect(byId.get('number')?.['hugot.error.message']).toMatch(/must be a string, or \{text/);
+  });
+});
