@@ -35,6 +35,14 @@ export class KafkaSource implements Source {
   private readonly features: DriverFeatures;
   private readonly transactions: TransactionCommitter | undefined;
   private lanes = new Map<string, PartitionLane>();
+  /**
+   * Exactly-once: revoked lanes whose last transaction may still be committing. A partition given
+   * back to this member (a rejoin that does not continue the generation) must wait for it: read
+   * earlier, its committed offset is the one before that transaction, and the transaction still
+   * commits (its offsets go with the membership of the moment), so its records would be
+   * processed and committed twice.
+   */
+  private readonly revokedLanes = new Map<string, PartitionLane>();
   private pressured = false;
   private stopping = false;
   private inFlight = 0;
@@ -186,6 +194,7 @@ export class KafkaSource implements Source {
       if (lane === undefined) continue;
       this.lanes.delete(lane.key);
       this.retireLane(lane, true);
+      this.rememberRevoked(lane);
       retired.push(tp);
     }
     this.attempts.keepOnly((key) => this.lanes.has(key));
@@ -222,11 +231,12 @@ export class KafkaSource implements Source {
     this.lanes = new Map();
     for (const tp of assignment.partitions) {
       const key = laneKey(tp);
-      const old = previous.get(key);
-      if (old !== undefined && !restarted.has(key)) {
-        this.lanes.set(key, old);
+      const kept = previous.get(key);
+      if (kept !== undefined && !restarted.has(key)) {
+        this.lanes.set(key, kept);
         continue;
       }
+      const old = kept ?? this.revokedLanes.get(key);
       const lane = new PartitionLane(tp, old?.committed);
       if (this.transactions !== undefined) lane.ready = settledLater(this.fence(lane, old));
       this.lanes.set(lane.key, lane);
@@ -245,6 +255,17 @@ export class KafkaSource implements Source {
     // Kept partitions keep their flow (a full or held lane stays paused); updateFlow resumes the rest.
     this.consumer.resume(assignment.restarted);
     this.updateFlow();
+  }
+
+  /** Exactly-once: a revoked lane stays findable until its last transaction settled. */
+  private rememberRevoked(lane: PartitionLane): void {
+    if (this.transactions === undefined || lane.committing === undefined) return;
+    this.revokedLanes.set(lane.key, lane);
+    void lane.committing
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.revokedLanes.get(lane.key) === lane) this.revokedLanes.delete(lane.key);
+      });
   }
 
   /** The lane's records belong to the partition's next reader; `gone`: the partition left us. */
