@@ -254,32 +254,36 @@ process.stdout.write(
  */
 async function compareClients(): Promise<void> {
   const passes: Pass[] = [];
-  for (let round = 0; round < rounds; round += 1) {
-    const order = round % 2 === 0 ? clients : [...clients].reverse();
-    for (const c of order) passes.push(await kafkaPass(false, c));
-  }
-  receiver.close();
   const modes: DeliveryMode[] = ['at-least-once', 'exactly-once'];
   const sigterm = new Map<KafkaClientName, Map<DeliveryMode, SigtermOutcome>>();
-  for (const [i, mode] of modes.entries()) {
-    const order = i % 2 === 0 ? clients : [...clients].reverse();
-    for (const c of order) {
-      const outcome = await sigtermPass({
-        kit,
-        client: c,
-        mode,
-        records,
-        partitions: PARTITIONS,
-        workerConfig: sigtermWorkerConfig,
-        log,
-      });
-      sigterm.set(
-        c,
-        (sigterm.get(c) ?? new Map<DeliveryMode, SigtermOutcome>()).set(mode, outcome),
-      );
+  // A failed wait must not leave the benchmark's broker running.
+  try {
+    for (let round = 0; round < rounds; round += 1) {
+      const order = round % 2 === 0 ? clients : [...clients].reverse();
+      for (const c of order) passes.push(await kafkaPass(false, c));
     }
+    for (const [i, mode] of modes.entries()) {
+      const order = i % 2 === 0 ? clients : [...clients].reverse();
+      for (const c of order) {
+        const outcome = await sigtermPass({
+          kit,
+          client: c,
+          mode,
+          records,
+          partitions: PARTITIONS,
+          workerConfig: sigtermWorkerConfig,
+          log,
+        });
+        sigterm.set(
+          c,
+          (sigterm.get(c) ?? new Map<DeliveryMode, SigtermOutcome>()).set(mode, outcome),
+        );
+      }
+    }
+  } finally {
+    receiver.close();
+    await stopKafka();
   }
-  await stopKafka();
 
   const ratios: Record<string, number> = {};
   const lost: Record<string, number> = {};
