@@ -236,9 +236,10 @@ export class KafkaSource implements Source {
   }
 
   /**
-   * Exactly-once: waits for the partition's last transaction, registers its transactional id
-   * (which settles a zombie's open transaction), then reads the committed offset: records below
-   * it were fetched from an older commit and are already in the output.
+   * Exactly-once: waits until the partition's previous lane here settled (`after`: its last
+   * transaction, and the release of its producer if the partition had left), registers the
+   * transactional id (which settles a zombie's open transaction), then reads the committed
+   * offset: records below it were fetched from an older commit and are already in the output.
    */
   private async fence(lane: PartitionLane, after: Promise<void>): Promise<void> {
     const transactions = this.transactions as TransactionCommitter;
