@@ -6,6 +6,11 @@
 // traced to a local OTLP receiver), taking turns; each side keeps its best time.
 // Options: --records N (default 2000), --rounds R (default 2), --client platformatic|kafkajs (the
 // worker's Kafka client; the config default otherwise).
+// --clients instead compares the two clients in one run: telemetry-off passes of each, taking turns
+// round by round, then per client and delivery mode two worker processes in one group with one
+// leaving by SIGTERM (bench/lib/e2e-sigterm.ts). Its JSON line holds
+// "kafka_clients":{"platformatic":R1,"kafkajs":R2} (records/s ratio to in-process, best pass each)
+// and "sigterm_one_of_two":{client:{mode:{lost,duplicates,...}}}, with "lost" per client.
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,10 +23,11 @@ import { Telemetry } from '../src/telemetry/telemetry.ts';
 import { defaultCacheDir, startKafka } from '../scripts/services/kafka-local.ts';
 import { freePort } from '../scripts/services/process-control.ts';
 import { KafkaKit } from '../test/integration/helpers/kafka-kit.ts';
-import { parseE2eArgs } from './lib/e2e-args.ts';
+import { parseE2eArgs, type KafkaClientName } from './lib/e2e-args.ts';
+import { sigtermPass, type DeliveryMode, type SigtermOutcome } from './lib/e2e-sigterm.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const { records: count, rounds, client } = parseE2eArgs(process.argv.slice(2));
+const { records: count, rounds, client, clients } = parseE2eArgs(process.argv.slice(2));
 const WARMUP = 64;
 const started = performance.now();
 const log = (line: string): void => {
@@ -100,13 +106,22 @@ const receiverPort = (receiver.address() as AddressInfo).port;
 
 interface Pass {
   telemetry: boolean;
+  client: KafkaClientName | undefined;
   seconds: number;
   lost: number;
   duplicates: number;
   scrapes: number;
 }
 
-async function kafkaPass(telemetryOn: boolean): Promise<Pass> {
+const connection = (passClient: KafkaClientName | undefined) => ({
+  brokers: brokerList.split(','),
+  ...(passClient !== undefined ? { client: passClient } : {}),
+});
+
+async function kafkaPass(
+  telemetryOn: boolean,
+  passClient: KafkaClientName | undefined,
+): Promise<Pass> {
   const suffix = Math.random().toString(36).slice(2, 8);
   const input = `bench-e2e-in-${suffix}`;
   const output = `bench-e2e-out-${suffix}`;
@@ -135,9 +150,7 @@ async function kafkaPass(telemetryOn: boolean): Promise<Pass> {
         sink: { type: 'kafka', topic: output },
       },
     ],
-    connections: {
-      kafka: { brokers: brokerList.split(','), ...(client !== undefined ? { client } : {}) },
-    },
+    connections: { kafka: connection(passClient) },
     telemetry: {
       enabled: telemetryOn,
       port: metricsPort,
@@ -183,17 +196,24 @@ async function kafkaPass(telemetryOn: boolean): Promise<Pass> {
   let duplicates = 0;
   for (const n of seen.values()) duplicates += n - 1;
   log(
-    `kafka e2e, telemetry ${telemetryOn ? 'on' : 'off'}: ${(count / seconds).toFixed(1)} records/s` +
+    `kafka e2e${passClient !== undefined ? ` (${passClient})` : ''}, telemetry ${telemetryOn ? 'on' : 'off'}: ${(count / seconds).toFixed(1)} records/s` +
       (telemetryOn ? ` (${scrapes} scrapes, ${otlpRequests} OTLP requests so far)` : ''),
   );
-  return { telemetry: telemetryOn, seconds, lost, duplicates, scrapes };
+  return { telemetry: telemetryOn, client: passClient, seconds, lost, duplicates, scrapes };
+}
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+if (clients.length > 0) {
+  await compareClients();
+  process.exit(0);
 }
 
 // Off and on take turns so that drift in the machine's load hits both; each side keeps its best.
 const passes: Pass[] = [];
 for (let round = 0; round < rounds; round += 1) {
-  passes.push(await kafkaPass(false));
-  passes.push(await kafkaPass(true));
+  passes.push(await kafkaPass(false, client));
+  passes.push(await kafkaPass(true, client));
 }
 receiver.close();
 const best = (on: boolean): number =>
@@ -206,7 +226,6 @@ await stopKafka();
 
 const ratio = inProcessSeconds / e2eSeconds;
 const telemetryRatio = e2eSeconds / telemetrySeconds;
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 log(
   `in-process ${inProcessSeconds.toFixed(2)} s, kafka e2e ${e2eSeconds.toFixed(2)} s (telemetry on ${telemetrySeconds.toFixed(2)} s), ratio ${ratio.toFixed(3)}, telemetry on/off ${telemetryRatio.toFixed(3)}`,
 );
@@ -227,3 +246,107 @@ process.stdout.write(
     duplicates,
   })}\n`,
 );
+
+/**
+ * --clients: each client's telemetry-off passes, the first client changing every round so that
+ * drift in the machine's load hits both; then per delivery mode one two-worker SIGTERM pass per
+ * client (again taking turns). Ends with the JSON line of the comparison.
+ */
+async function compareClients(): Promise<void> {
+  const passes: Pass[] = [];
+  const modes: DeliveryMode[] = ['at-least-once', 'exactly-once'];
+  const sigterm = new Map<KafkaClientName, Map<DeliveryMode, SigtermOutcome>>();
+  // A failed wait must not leave the benchmark's broker running.
+  try {
+    for (let round = 0; round < rounds; round += 1) {
+      const order = round % 2 === 0 ? clients : [...clients].reverse();
+      for (const c of order) passes.push(await kafkaPass(false, c));
+    }
+    for (const [i, mode] of modes.entries()) {
+      const order = i % 2 === 0 ? clients : [...clients].reverse();
+      for (const c of order) {
+        const outcome = await sigtermPass({
+          kit,
+          client: c,
+          mode,
+          records,
+          partitions: PARTITIONS,
+          workerConfig: sigtermWorkerConfig,
+          log,
+        });
+        sigterm.set(
+          c,
+          (sigterm.get(c) ?? new Map<DeliveryMode, SigtermOutcome>()).set(mode, outcome),
+        );
+      }
+    }
+  } finally {
+    receiver.close();
+    await stopKafka();
+  }
+
+  const ratios: Record<string, number> = {};
+  const lost: Record<string, number> = {};
+  const duplicates: Record<string, number> = {};
+  const sigtermJson: Record<string, Record<string, unknown>> = {};
+  for (const c of clients) {
+    const own = passes.filter((p) => p.client === c);
+    ratios[c] = round3(inProcessSeconds / Math.min(...own.map((p) => p.seconds)));
+    const outcomes = [...(sigterm.get(c) ?? new Map<DeliveryMode, SigtermOutcome>())];
+    lost[c] = own.reduce((n, p) => n + p.lost, 0) + outcomes.reduce((n, [, o]) => n + o.lost, 0);
+    duplicates[c] = own.reduce((n, p) => n + p.duplicates, 0);
+    sigtermJson[c] = Object.fromEntries(
+      outcomes.map(([mode, o]) => [
+        mode,
+        {
+          lost: o.lost,
+          duplicates: o.duplicates,
+          shared: o.shared,
+          exits: o.exits,
+          seconds: round3(o.seconds),
+        },
+      ]),
+    );
+  }
+  log(
+    `in-process ${inProcessSeconds.toFixed(2)} s; ratio to in-process ${clients.map((c) => `${c} ${ratios[c]}`).join(', ')}`,
+  );
+  process.stdout.write(
+    `${JSON.stringify({
+      bench: 'e2e',
+      kafka_clients: ratios,
+      sigterm_one_of_two: sigtermJson,
+      lost,
+      throughput_duplicates: duplicates,
+      records: count,
+      rounds,
+      in_process_seconds: round3(inProcessSeconds),
+      passes: passes.map((p) => ({ client: p.client, seconds: round3(p.seconds) })),
+    })}\n`,
+  );
+}
+
+/** The child workers of a SIGTERM pass: the benchmark's route, no telemetry, a chosen mode. */
+function sigtermWorkerConfig(route: {
+  input: string;
+  output: string;
+  groupId: string;
+  client: KafkaClientName;
+  mode: DeliveryMode;
+}): Record<string, unknown> {
+  return {
+    models: { minilm: { path: modelPath } },
+    pipelines: { embed: pipeline },
+    routes: [
+      {
+        name: 'embed',
+        source: { type: 'kafka', topic: route.input, groupId: route.groupId },
+        pipeline: 'embed',
+        output: { mode: 'merge', field: 'embedding' },
+        sink: { type: 'kafka', topic: route.output },
+      },
+    ],
+    connections: { kafka: connection(route.client) },
+    delivery: { mode: route.mode },
+  };
+}

@@ -55,7 +55,9 @@ class FakeConsumer implements KafkaConsumerDriver {
     this.commits.push(offsets);
     return Promise.resolve();
   }
-  committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve([]);
+  /** What the group's committed offsets read as (a stable read: committed transactions only). */
+  stored: () => TopicPartitionOffset[] = () => [];
+  committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve(this.stored());
   groupMetadata = (): GroupMetadata => ({ groupId: 'g', generationId: 7, memberId: 'm-1' });
   onAssigned(listener: (assignment: Assignment) => void): void {
     this.assignment = listener;
@@ -153,18 +155,23 @@ class FakeTransactions {
   committed: { offsets: TopicPartitionOffset[]; group: GroupMetadata }[] = [];
   aborted = 0;
   failCommits = 0;
+  /** Transactions begun so far. */
+  begun = 0;
+  /** While set, a transaction waits for it before its offsets go out (its outputs are sending). */
+  sendGate: Promise<void> | undefined;
 
   producer(): KafkaTransactionalProducerDriver {
     return {
       connect: () => Promise.resolve(),
       disconnect: () => Promise.resolve(),
       transaction: () => {
+        this.begun += 1;
         let sent: { offsets: TopicPartitionOffset[]; group: GroupMetadata } | undefined;
         const txn: KafkaTransaction = {
           send: (_topic: string, _messages: ProducedMessage[]) => Promise.resolve(),
-          sendOffsets: (group, offsets) => {
+          sendOffsets: async (group, offsets) => {
+            await this.sendGate;
             sent = { group, offsets };
-            return Promise.resolve();
           },
           commit: () => {
             if (this.failCommits > 0) {
@@ -182,6 +189,13 @@ class FakeTransactions {
         return Promise.resolve(txn);
       },
     };
+  }
+
+  /** The group's offsets as the committed transactions left them (the last one per partition). */
+  stored(): TopicPartitionOffset[] {
+    const last = new Map<number, TopicPartitionOffset>();
+    for (const c of this.committed) for (const o of c.offsets) last.set(o.partition, o);
+    return [...last.values()];
   }
 
   offsetsFor(partition: number): string[] {
@@ -391,6 +405,36 @@ describe('Kafka source through a fake driver', () => {
       memberId: 'm-1',
     });
     expect(consumer.commits).toEqual([]);
+    await source.stop();
+  });
+
+  it('exactly-once: a partition revoked and given back mid-transaction starts after that transaction', async () => {
+    const consumer = new FakeConsumer();
+    const route = new FakeRoute();
+    const transactions = new FakeTransactions();
+    consumer.stored = () => transactions.stored();
+    const source = sourceWith(consumer, route, [], transactions);
+    await source.start();
+    consumer.assign([0]);
+    let openGate = (): void => undefined;
+    transactions.sendGate = new Promise<void>((resolve) => (openGate = resolve));
+    await consumer.deliver(0, [0, 1, 2]);
+    // The transaction of 0..2 is under way; its offsets are not sent yet.
+    await until(() => expect(transactions.begun).toBe(1));
+    // A rejoin that does not continue the generation: partition 0 is revoked and comes back,
+    // restarted from its commit, which a stable read still gives as none.
+    consumer.revoke([0]);
+    consumer.assign([0], [0]);
+    transactions.sendGate = undefined;
+    openGate();
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['3']));
+    // The consumer read the partition again from the commit it saw at the join.
+    await consumer.deliver(0, [0, 1, 2, 3]);
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['3', '4']));
+    await rounds();
+    // 0..2 went out once, in the first transaction; the new lane only wrote 3.
+    expect(route.written).toEqual(['0/0', '0/1', '0/2', '0/3']);
+    expect(transactions.offsetsFor(0)).toEqual(['3', '4']);
     await source.stop();
   });
 });

@@ -7,8 +7,10 @@
 //   block. Reading accepts both; writing uses the xerial framing, which every client reads.
 // - lz4: the LZ4 frame format (Kafka's KafkaLZ4BlockOutputStream), with independent blocks,
 //   because the Java reader decompresses every block on its own.
-// Before kafkajs: its read_committed filter is replaced as it loads.
+// Before kafkajs: its read_committed filter is replaced as it loads. The throttle-check clamp
+// (no TimeoutNegativeWarning on Node 24) goes with it: every kafkajs user imports this module.
 import './kafkajs-read-committed.ts';
+import './kafkajs-negative-timeout.ts';
 import { promisify } from 'node:util';
 import { zstdCompress, zstdDecompress } from 'node:zlib';
 // A default import: Node's CommonJS export scan does not see these two names in kafkajs' index.

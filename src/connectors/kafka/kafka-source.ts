@@ -21,8 +21,9 @@ import type {
   KafkaDriver,
   TopicPartition,
 } from './driver.ts';
+import { AssignedLanes } from './assigned-lanes.ts';
 import { TransactionCommitter } from './exactly-once.ts';
-import { laneKey, PartitionLane } from './partition-lane.ts';
+import { PartitionLane } from './partition-lane.ts';
 import { WriteAttempts, type Failure } from './write-attempts.ts';
 
 type KafkaSourceConfig = Extract<SourceConfig, { type: 'kafka' }>;
@@ -34,7 +35,7 @@ export class KafkaSource implements Source {
   private readonly consumer: KafkaConsumerDriver;
   private readonly features: DriverFeatures;
   private readonly transactions: TransactionCommitter | undefined;
-  private lanes = new Map<string, PartitionLane>();
+  private readonly lanes: AssignedLanes;
   private pressured = false;
   private stopping = false;
   private inFlight = 0;
@@ -86,6 +87,15 @@ export class KafkaSource implements Source {
         logger: deps.logger,
       });
     }
+    const transactions = this.transactions;
+    this.lanes = new AssignedLanes({
+      freshLane: (tp, old, after) => {
+        const lane = new PartitionLane(tp, old?.committed);
+        if (transactions !== undefined) lane.ready = settledLater(this.fence(lane, after));
+        return lane;
+      },
+      ...(transactions !== undefined ? { release: (tp) => transactions.release(tp) } : {}),
+    });
   }
 
   async start(): Promise<void> {
@@ -111,7 +121,7 @@ export class KafkaSource implements Source {
     this.stopSignal.abort();
     this.unsubscribe?.();
     clearInterval(this.timer);
-    this.consumer.pause([...this.lanes.values()].map((l) => l.tp));
+    this.consumer.pause(this.lanes.all().map((l) => l.tp));
     await new Promise<void>((resolve) => {
       this.idleWaiters.add(resolve);
       this.settle();
@@ -180,14 +190,7 @@ export class KafkaSource implements Source {
    * and their running generations are cancelled); other partitions' lanes go on untouched.
    */
   private revoke(revoked: TopicPartition[]): void {
-    const retired: TopicPartition[] = [];
-    for (const tp of revoked) {
-      const lane = this.lanes.get(laneKey(tp));
-      if (lane === undefined) continue;
-      this.lanes.delete(lane.key);
-      this.retireLane(lane, true);
-      retired.push(tp);
-    }
+    const retired = this.lanes.revoke(revoked);
     this.attempts.keepOnly((key) => this.lanes.has(key));
     if (retired.length > 0)
       this.deps.logger.info(
@@ -217,23 +220,8 @@ export class KafkaSource implements Source {
     // Every (re)join: the source is in its group (readiness), and a rebalance happened (metrics).
     this.deps.onHealth?.({ state: 'healthy' });
     this.deps.onEvent?.('rebalance');
-    const previous = this.lanes;
-    const restarted = new Set(assignment.restarted.map(laneKey));
-    this.lanes = new Map();
-    for (const tp of assignment.partitions) {
-      const key = laneKey(tp);
-      const old = previous.get(key);
-      if (old !== undefined && !restarted.has(key)) {
-        this.lanes.set(key, old);
-        continue;
-      }
-      const lane = new PartitionLane(tp, old?.committed);
-      if (this.transactions !== undefined) lane.ready = settledLater(this.fence(lane, old));
-      this.lanes.set(lane.key, lane);
-    }
+    this.lanes.assign(assignment);
     this.attempts.keepOnly((key) => this.lanes.has(key));
-    for (const [key, old] of previous)
-      if (this.lanes.get(key) !== old) this.retireLane(old, !this.lanes.has(key));
     this.deps.logger.info(
       {
         topic: this.options.topic,
@@ -247,24 +235,15 @@ export class KafkaSource implements Source {
     this.updateFlow();
   }
 
-  /** The lane's records belong to the partition's next reader; `gone`: the partition left us. */
-  private retireLane(lane: PartitionLane, gone: boolean): void {
-    lane.retire();
-    if (!gone || this.transactions === undefined) return;
-    const transactions = this.transactions;
-    void (lane.committing ?? Promise.resolve())
-      .catch(() => undefined)
-      .then(() => transactions.release(lane.tp));
-  }
-
   /**
-   * Exactly-once: waits for the partition's last transaction, registers its transactional id
-   * (which settles a zombie's open transaction), then reads the committed offset: records below
-   * it were fetched from an older commit and are already in the output.
+   * Exactly-once: waits until the partition's previous lane here settled (`after`: its last
+   * transaction, and the release of its producer if the partition had left), registers the
+   * transactional id (which settles a zombie's open transaction), then reads the committed
+   * offset: records below it were fetched from an older commit and are already in the output.
    */
-  private async fence(lane: PartitionLane, old: PartitionLane | undefined): Promise<void> {
+  private async fence(lane: PartitionLane, after: Promise<void>): Promise<void> {
     const transactions = this.transactions as TransactionCommitter;
-    await old?.committing?.catch(() => undefined);
+    await after;
     await transactions.acquire(lane.tp);
     const floor = await this.settledCommit(lane.tp);
     if (floor !== undefined) {
@@ -299,7 +278,7 @@ export class KafkaSource implements Source {
 
   private take(batch: DriverBatch): void {
     if (this.stopping || batch.isStale()) return;
-    const lane = this.lanes.get(laneKey(batch));
+    const lane = this.lanes.get(batch);
     if (lane === undefined) return;
     if (lane.held) {
       this.consumer.pause([lane.tp]);
@@ -444,7 +423,7 @@ export class KafkaSource implements Source {
   }
 
   private rewind(lane: PartitionLane): void {
-    if (lane.retired || this.lanes.get(lane.key) !== lane) return;
+    if (lane.retired || this.lanes.get(lane.tp) !== lane) return;
     lane.retire();
     const fresh = new PartitionLane(lane.tp, lane.committed);
     fresh.floor = lane.floor;
@@ -456,7 +435,7 @@ export class KafkaSource implements Source {
         if (lane.committed !== undefined) fresh.floor = BigInt(lane.committed);
       })();
     }
-    this.lanes.set(fresh.key, fresh);
+    this.lanes.replace(fresh);
     const from = lane.rewindPoint();
     if (from !== undefined && !this.stopping) this.consumer.seek({ ...lane.tp, offset: from });
     // Reading again at once would re-infer the same records ~10 times a second while the cause
@@ -473,7 +452,7 @@ export class KafkaSource implements Source {
 
   private updateFlow(): void {
     if (this.stopping) return;
-    const lanes = [...this.lanes.values()];
+    const lanes = this.lanes.all();
     if (this.pressured) this.consumer.pause(lanes.map((l) => l.tp));
     else this.consumer.resume(lanes.filter((l) => !l.full && !l.held).map((l) => l.tp));
   }
@@ -492,10 +471,10 @@ export class KafkaSource implements Source {
     const round = (async () => {
       try {
         if (this.transactions !== undefined) {
-          await Promise.all([...this.lanes.values()].map((lane) => this.commitLane(lane)));
+          await Promise.all(this.lanes.all().map((lane) => this.commitLane(lane)));
           return;
         }
-        const lanes = [...this.lanes.values()].filter((l) => !l.retired);
+        const lanes = this.lanes.all().filter((l) => !l.retired);
         const offsets = lanes.flatMap((lane) => {
           const offset = lane.offsets.commitPoint();
           return offset === undefined || offset === lane.committed ? [] : [{ lane, offset }];

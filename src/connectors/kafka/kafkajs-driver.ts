@@ -8,7 +8,10 @@
 //   fencing needs one transactional id per input partition.
 // - its read_committed filter lets aborted records through; kafkajs-read-committed.ts replaces it
 //   and must be imported before kafkajs.
+// - its request queue arms a negative timer when idle (Node 24's TimeoutNegativeWarning);
+//   kafkajs-negative-timeout.ts clamps it.
 import { readCommittedFilterActive } from './kafkajs-read-committed.ts';
+import './kafkajs-negative-timeout.ts';
 import {
   Kafka,
   logLevel,
