@@ -4,8 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import wavefile from 'wavefile';
 import { readGoldens } from '../parity/goldens.ts';
+import { toneWav } from '../helpers/tone-wav.ts';
 import {
   readDeadLetters,
   readJsonl,
@@ -16,16 +16,6 @@ import {
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'whisper-speech-recognition');
 const dir = scratchDir('asr-route');
-
-/** A WAV of `seconds` of a quiet tone at 16 kHz, 16-bit. */
-export function toneWav(seconds: number): Buffer {
-  const wav = new wavefile.WaveFile();
-  const samples = Int16Array.from({ length: seconds * 16_000 }, (_, n) =>
-    Math.round(3000 * Math.sin((2 * Math.PI * 300 * n) / 16_000)),
-  );
-  wav.fromScratch(1, 16_000, '16', samples);
-  return Buffer.from(wav.toBuffer());
-}
 
 describe('automaticSpeechRecognition file route', () => {
   it("writes Python's transcripts in order and dead-letters corrupt and over-long audio", async () => {
