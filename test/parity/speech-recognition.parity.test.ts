@@ -30,7 +30,12 @@ export function longSignal(): Float32Array {
 
 interface Call {
   inputs: string[];
-  options: { return_timestamps?: boolean; chunk_length_s?: number; stride_length_s?: number[] };
+  options: {
+    return_timestamps?: boolean;
+    return_language?: boolean;
+    chunk_length_s?: number;
+    stride_length_s?: number[];
+  };
   generate_kwargs: { max_new_tokens: number; num_beams: number; language?: string; task?: string };
 }
 
@@ -42,6 +47,7 @@ function optionsOf(call: Call): SpeechRecognitionOptions {
     ...(g.language !== undefined ? { language: g.language } : {}),
     ...(g.task !== undefined ? { task: g.task as 'transcribe' | 'translate' } : {}),
     ...(o.return_timestamps !== undefined ? { returnTimestamps: o.return_timestamps } : {}),
+    ...(o.return_language !== undefined ? { returnLanguage: o.return_language } : {}),
     ...(o.chunk_length_s !== undefined ? { chunkLengthS: o.chunk_length_s } : {}),
     ...(o.stride_length_s !== undefined
       ? { strideLengthS: o.stride_length_s as [number, number] }

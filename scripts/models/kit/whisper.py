@@ -305,6 +305,8 @@ def build() -> dict[str, Any]:
         specs: list[tuple[str, Any, dict[str, Any], dict[str, Any]]] = [
             ("greedy_en", rel, {}, {**greedy, **english}),
             ("detect_language", rel, {}, greedy),
+            ("detect_language_returned", rel, {"return_language": True}, greedy),
+            ("language_and_timestamps", rel[:2], {"return_language": True, "return_timestamps": True}, {**greedy, "language": "de"}),
             ("translate_fr", rel[:2], {}, {**greedy, "language": "fr", "task": "translate"}),
             ("timestamps_en", rel, {"return_timestamps": True}, {**greedy, **english}),
             ("beam_search_en", rel[:2], {}, {"max_new_tokens": MAX_NEW_TOKENS, "num_beams": 3, **english}),

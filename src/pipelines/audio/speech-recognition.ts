@@ -20,7 +20,7 @@ import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
 import { compileWhisperFeatures, whisperLogMel, type WhisperFeatures } from './whisper-features.ts';
-import { whisperGenerate, type WhisperClip } from './whisper-generate.ts';
+import { whisperGenerate, type WhisperClip, type WhisperOutput } from './whisper-generate.ts';
 import {
   readWhisperConfig,
   resolveWhisperSettings,
@@ -41,6 +41,8 @@ export const speechRecognitionOptionsSchema = z
     task: z.enum(['transcribe', 'translate']).optional(),
     /** Add `chunks`: text segments with [start, end] seconds, as Python's return_timestamps=True. */
     returnTimestamps: z.boolean().default(false),
+    /** Add `chunks` naming each one's language (`english`), as Python's return_language=True. */
+    returnLanguage: z.boolean().default(false),
     /** Cut the audio into chunks of this many seconds, transcribed apart and merged. Default: whole clip. */
     chunkLengthS: z.number().positive().optional(),
     /** Overlap each side of a chunk, seconds (one number or [left, right]). Default: chunkLengthS / 6. */
@@ -136,7 +138,7 @@ export class SpeechRecognitionPipeline extends BasePipeline<
       }),
     );
     const units = audio.flatMap((samples, input) => this.unitsOf(samples, input, settings));
-    const tokens = await whisperGenerate(
+    const generated = await whisperGenerate(
       units.map((u) => u.clip),
       settings,
       this.features.featureSize,
@@ -150,8 +152,12 @@ export class SpeechRecognitionPipeline extends BasePipeline<
         units.forEach((unit, u) => {
           if (unit.input !== input) return;
           const stride = unit.stride;
+          const { tokens, language } = generated[u] as WhisperOutput;
+          // Python puts the prompt's language token back before the tokens generate() returns.
+          const withLanguage =
+            this.options.returnLanguage && language !== undefined ? [language, ...tokens] : tokens;
           chunks.push({
-            tokens: tokens[u] as number[],
+            tokens: withLanguage,
             ...(stride !== undefined
               ? { stride: [stride[0] / rate, stride[1] / rate, stride[2] / rate] as const }
               : {}),
@@ -163,6 +169,7 @@ export class SpeechRecognitionPipeline extends BasePipeline<
           this.options.returnTimestamps,
           settings.timePrecision,
           settings.segmentFrames / settings.inputStride,
+          this.options.returnLanguage,
         );
       }),
     );
@@ -214,8 +221,14 @@ export class SpeechRecognitionPipeline extends BasePipeline<
 
   private vocabulary(settings: WhisperSettings): WhisperVocabulary {
     const { eosId, timestampBegin } = settings;
+    // Python names a chunk's language from its own table; Intl's English names match it
+    // (lower-cased) for the usual languages, else the code stands in.
+    const names = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'code' });
     const languages = new Map<number, string>();
-    for (const [token, id] of settings.langToId) languages.set(id, token.slice(2, -2));
+    for (const [token, id] of settings.langToId) {
+      const code = token.slice(2, -2);
+      languages.set(id, (displayName(names, code) ?? code).toLowerCase());
+    }
     return {
       timestampBegin,
       promptId: this.tokenizer.tokenId('<|startofprev|>'),
@@ -225,6 +238,14 @@ export class SpeechRecognitionPipeline extends BasePipeline<
       languages,
       decode: (ids) => this.tokenizer.decode(ids, false),
     };
+  }
+}
+
+function displayName(names: Intl.DisplayNames, code: string): string | undefined {
+  try {
+    return names.of(code);
+  } catch {
+    return undefined;
   }
 }
 

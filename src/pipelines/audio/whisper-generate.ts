@@ -29,12 +29,18 @@ interface ClipState {
   tokens: number[];
 }
 
+/** A clip's tokens (its segments' one after the other) and the language token it was prompted with. */
+export interface WhisperOutput {
+  tokens: number[];
+  language: number | undefined;
+}
+
 export async function whisperGenerate(
   clips: readonly WhisperClip[],
   settings: WhisperSettings,
   featureSize: number,
   encode: EncodeSegments,
-): Promise<number[][]> {
+): Promise<WhisperOutput[]> {
   const states: ClipState[] = clips.map((clip) => ({
     clip,
     seek: 0,
@@ -49,7 +55,9 @@ export async function whisperGenerate(
       if (group.length > 0) await segmentStep(group, settings, featureSize, encode);
     }
   }
-  return states.map((s) => s.tokens);
+  const languages = new Set(settings.langToId.values());
+  const given = settings.prompt.find((t): t is number => typeof t === 'number' && languages.has(t));
+  return states.map((s) => ({ tokens: s.tokens, language: s.language ?? given }));
 }
 
 async function segmentStep(

@@ -14,6 +14,7 @@ export interface WhisperVocabulary {
   startId: number;
   /** Special tokens (<|endoftext|> up to <|notimestamps|>); a language token among them is one of `languages`. */
   isSpecial(id: number): boolean;
+  /** Language tokens and the language's name (`english`), as Python's chunks name it. */
   languages: ReadonlyMap<number, string>;
   /** The tokenizer's decode, special tokens kept (Python's default), for text tokens only. */
   decode(ids: readonly number[]): Promise<string>;
@@ -26,6 +27,13 @@ export interface TranscribedChunk {
 }
 
 export interface TimestampedChunk {
+  language?: string | null;
+  timestamp?: [number | null, number | null];
+  text: string;
+}
+
+interface OpenChunk {
+  language: string | null;
   timestamp: [number | null, number | null];
   text: string;
 }
@@ -58,10 +66,12 @@ export async function decodeTranscript(
   returnTimestamps: boolean,
   timePrecision: number,
   segmentSize = 1500,
+  returnLanguage = false,
 ): Promise<Transcript> {
   const { timestampBegin } = vocab;
-  let lastLanguage: string | undefined;
-  const chunks: TimestampedChunk[] = [];
+  let lastLanguage: string | null = null;
+  const chunks: OpenChunk[] = [];
+  const newChunk = (): OpenChunk => ({ language: lastLanguage, timestamp: [null, null], text: '' });
   let chunk = newChunk();
   let timeOffset = 0;
   let previous: number[][] = [];
@@ -102,7 +112,7 @@ export async function decodeTranscript(
       if (vocab.isSpecial(token)) {
         const language = vocab.languages.get(token);
         if (language === undefined) continue;
-        if (lastLanguage !== undefined && language !== lastLanguage && !returnTimestamps) {
+        if (lastLanguage !== null && language !== lastLanguage && !returnTimestamps) {
           previous.push(current);
           chunk.text = await text();
           chunks.push(chunk);
@@ -110,6 +120,7 @@ export async function decodeTranscript(
           current = [];
           chunk = newChunk();
         }
+        chunk.language = language;
         lastLanguage = language;
       } else if (token >= timestampBegin) {
         const timestamp = (token - timestampBegin) * timePrecision;
@@ -166,7 +177,15 @@ export async function decodeTranscript(
     chunks.push(chunk);
   }
   const full = chunks.map((c) => c.text).join('');
-  return returnTimestamps ? { text: full, chunks } : { text: full };
+  if (!returnTimestamps && !returnLanguage) return { text: full };
+  return {
+    text: full,
+    chunks: chunks.map((c) => ({
+      ...(returnLanguage ? { language: c.language } : {}),
+      ...(returnTimestamps ? { timestamp: c.timestamp } : {}),
+      text: c.text,
+    })),
+  };
 }
 
 /** Python's _find_longest_common_sequence: each next run joined where it best overlaps the last. */
@@ -245,10 +264,6 @@ export async function segmentOffsets(
     lastSlice = slice;
   }
   return offsets;
-}
-
-function newChunk(): TimestampedChunk {
-  return { timestamp: [null, null], text: '' };
 }
 
 /** Timestamp tokens decode to `<|1.08|>`; Python removes them from every text. */
