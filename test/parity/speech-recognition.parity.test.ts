@@ -8,7 +8,7 @@ import {
 } from '../../src/pipelines/audio/speech-recognition.ts';
 import { compareDeep } from './compare.ts';
 import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
-import { forPipeline, parityCase, RERUN } from './parity-case.ts';
+import { forPipeline, GOLDEN, parityCase, RERUN } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'whisper-speech-recognition';
@@ -37,6 +37,19 @@ interface Call {
     stride_length_s?: number[];
   };
   generate_kwargs: { max_new_tokens: number; num_beams: number; language?: string; task?: string };
+}
+
+interface GenerationCase {
+  name: string;
+  audio: string;
+  max_new_tokens: number;
+  options: {
+    num_beams: number;
+    language?: string;
+    task?: 'transcribe' | 'translate';
+    return_timestamps?: boolean;
+  };
+  tokens: number[];
 }
 
 function optionsOf(call: Call): SpeechRecognitionOptions {
@@ -69,6 +82,26 @@ describe('automaticSpeechRecognition', forPipeline('automaticSpeechRecognition')
         const pipeline = new SpeechRecognitionPipeline(await load(MODEL), optionsOf(c));
         // Every case runs as one batch; Python ran one clip at a time unless batch_size says.
         return pipeline.run(c.inputs.map(inputOf));
+      });
+    }
+  });
+
+  describe('generate() token ids', GOLDEN, () => {
+    const cases = (goldens as unknown as { generation: GenerationCase[] }).generation;
+    for (const name of [...new Set(cases.map((c) => c.name.split(':')[0] as string))]) {
+      // The three clips of a case as one batch; Python generated each alone.
+      it(name, async () => {
+        const group = cases.filter((c) => c.name.startsWith(`${name}:`));
+        const o = (group[0] as GenerationCase).options;
+        const pipeline = new SpeechRecognitionPipeline(await load(MODEL), {
+          maxNewTokens: (group[0] as GenerationCase).max_new_tokens,
+          numBeams: o.num_beams,
+          ...(o.language !== undefined ? { language: o.language } : {}),
+          ...(o.task !== undefined ? { task: o.task } : {}),
+          returnTimestamps: o.return_timestamps === true,
+        });
+        const out = await pipeline.generateTokens(group.map((c) => inputOf(c.audio)));
+        expect(out.map((r) => r.tokens)).toEqual(group.map((c) => c.tokens));
       });
     }
   });

@@ -192,6 +192,30 @@ def _export_all(model, extractor, audio: list[np.ndarray], out_dir: Path) -> dic
     return parity
 
 
+def _generate_cases(model, extractor, audio: dict[str, tuple[np.ndarray, int]]) -> list[dict[str, Any]]:
+    """The token ids model.generate() returns per clip (prompt stripped, segments joined): the
+    pipeline goldens compare decoded text, where two byte-fragment tokens can both read as U+FFFD."""
+    from torchaudio import functional as F
+
+    cases = []
+    specs = [
+        ("greedy_en", {"language": "en", "task": "transcribe", "num_beams": 1}),
+        ("greedy_detect", {"num_beams": 1}),
+        ("timestamps_en", {"language": "en", "task": "transcribe", "num_beams": 1, "return_timestamps": True}),
+        ("beam_en", {"language": "en", "task": "transcribe", "num_beams": 3}),
+        ("beam_timestamps_fr", {"language": "fr", "task": "transcribe", "num_beams": 2, "return_timestamps": True}),
+    ]
+    for name, kwargs in specs:
+        for clip, (data, rate) in audio.items():
+            x = data if rate == RATE else F.resample(torch.from_numpy(data), rate, RATE).numpy()
+            feats = extractor(x, sampling_rate=RATE, return_tensors="pt")["input_features"]
+            with torch.no_grad():
+                out = model.generate(feats, max_new_tokens=MAX_NEW_TOKENS, **kwargs)
+            cases.append({"name": f"{name}:{clip}", "audio": f"audio/{clip}", "options": kwargs,
+                          "max_new_tokens": MAX_NEW_TOKENS, "tokens": out[0].tolist()})
+    return cases
+
+
 def _offsets_cases(tok) -> list[dict[str, Any]]:
     """Hand-made token sequences through the tokenizer's timestamp parsing (_decode_asr and
     decode(output_offsets=True)): paths random weights may never take."""
@@ -263,7 +287,7 @@ def build() -> dict[str, Any]:
         bos_token_id=eot,
         eos_token_id=eot,
         decoder_start_token_id=tok.convert_tokens_to_ids("<|startoftranscript|>"),
-        init_std=0.2,
+        init_std=0.4,
         dropout=0.0,
     )
     model = WhisperForConditionalGeneration(config).eval()
@@ -323,6 +347,8 @@ def build() -> dict[str, Any]:
                           "call": {"inputs": inputs, "options": call_options, "generate_kwargs": generate_kwargs},
                           "output": output})
 
+        generation = _generate_cases(loaded, extractor, {n: audio[n] for n in names})
+
     goldens = {
         "schema": GOLDENS_SCHEMA,
         "model": NAME,
@@ -338,6 +364,7 @@ def build() -> dict[str, Any]:
         "versions": tool_versions(),
         "onnx": {"files": ["encoder_model.onnx", "decoder_model.onnx", "decoder_with_past_model.onnx"], "parity": parity},
         "pipeline": cases,
+        "generation": generation,
         "timestamp_parsing": _offsets_cases(tok),
     }
     write_json(out_dir / "goldens.json", goldens)

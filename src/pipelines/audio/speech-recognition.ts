@@ -125,25 +125,19 @@ export class SpeechRecognitionPipeline extends BasePipeline<
     return this.settings;
   }
 
+  /** What generate() returns for each input (no chunking): its tokens, the prompt stripped. */
+  async generateTokens(inputs: readonly AudioInput[]): Promise<WhisperOutput[]> {
+    const settings = await this.resolved();
+    const audio = await this.decodeAll(inputs);
+    const units = audio.map((samples, input) => this.wholeClip(samples, input, settings));
+    return this.generate(units, settings);
+  }
+
   protected async runBatch(inputs: readonly AudioInput[]): Promise<Transcript[]> {
     const settings = await this.resolved();
-    const audio = await Promise.all(
-      inputs.map(async (input, i) => {
-        const decoded = await decodeAudio(input, `inputs[${i}]`);
-        return resample(
-          mixdown(decoded.channels),
-          decoded.samplingRate,
-          this.features.samplingRate,
-        );
-      }),
-    );
+    const audio = await this.decodeAll(inputs);
     const units = audio.flatMap((samples, input) => this.unitsOf(samples, input, settings));
-    const generated = await whisperGenerate(
-      units.map((u) => u.clip),
-      settings,
-      this.features.featureSize,
-      (features, rows) => this.encodeSegments(features, rows, settings),
-    );
+    const generated = await this.generate(units, settings);
     const vocab = this.vocabulary(settings);
     const rate = this.features.samplingRate;
     return Promise.all(
@@ -175,19 +169,53 @@ export class SpeechRecognitionPipeline extends BasePipeline<
     );
   }
 
+  private decodeAll(inputs: readonly AudioInput[]): Promise<Float32Array[]> {
+    return Promise.all(
+      inputs.map(async (input, i) => {
+        const decoded = await decodeAudio(input, `inputs[${i}]`);
+        return resample(
+          mixdown(decoded.channels),
+          decoded.samplingRate,
+          this.features.samplingRate,
+        );
+      }),
+    );
+  }
+
+  private generate(units: readonly Unit[], settings: WhisperSettings): Promise<WhisperOutput[]> {
+    return whisperGenerate(
+      units.map((u) => u.clip),
+      settings,
+      this.features.featureSize,
+      (features, rows) => this.encodeSegments(features, rows, settings),
+    );
+  }
+
+  /** A clip read whole: padded to 30 s, or long-form past that. */
+  private wholeClip(samples: Float32Array, input: number, settings: WhisperSettings): Unit {
+    const long = samples.length > this.features.nSamples;
+    const { data, frames } = whisperLogMel(
+      samples,
+      this.features,
+      long ? samples.length : undefined,
+    );
+    return {
+      input,
+      clip: { features: data, frames, timestamps: settings.timestamps || long },
+      stride: undefined,
+    };
+  }
+
   /** Python's preprocess: the chunks (chunk_iter) or the whole clip. */
   private unitsOf(samples: Float32Array, input: number, settings: WhisperSettings): Unit[] {
     const { chunkLengthS, strideLengthS } = this.options;
     const rate = this.features.samplingRate;
-    const clip = (audio: Float32Array, samplesTo?: number): WhisperClip => {
-      const { data, frames } = whisperLogMel(audio, this.features, samplesTo);
-      const long = frames > settings.segmentFrames;
-      return { features: data, frames, timestamps: settings.timestamps || long };
+    if (chunkLengthS === undefined) return [this.wholeClip(samples, input, settings)];
+    // Each chunk is padded or cut to 30 s, so it is never long-form.
+    const clip = (audio: Float32Array): WhisperClip => {
+      const { data, frames } = whisperLogMel(audio, this.features);
+      return { features: data, frames, timestamps: settings.timestamps };
     };
-    if (chunkLengthS === undefined) {
-      const long = samples.length > this.features.nSamples;
-      return [{ input, clip: clip(samples, long ? samples.length : undefined), stride: undefined }];
-    }
     const [leftS, rightS] = strides(chunkLengthS, strideLengthS);
     const chunkLength = Math.round(chunkLengthS * rate);
     const left = Math.round(leftS * rate);
