@@ -150,6 +150,12 @@ def main() -> None:
         result = speecht5.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("whisper-speech-recognition"):
+        from kit import whisper
+
+        result = whisper.build()
+        print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

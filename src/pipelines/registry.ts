@@ -36,6 +36,7 @@ import { documentQuestionAnsweringTask } from './multimodal/document-question-an
 import { imageToTextTask } from './multimodal/image-to-text.ts';
 import { imageTextToTextTask } from './multimodal/image-text-to-text.ts';
 import { textToAudioTask, textToSpeechTask } from './audio/text-to-speech.ts';
+import { automaticSpeechRecognitionTask } from './audio/speech-recognition.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -66,6 +67,7 @@ const TASKS = [
   imageTextToTextTask,
   textToSpeechTask,
   textToAudioTask,
+  automaticSpeechRecognitionTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

@@ -47,6 +47,7 @@ describe('task registry', () => {
       'imageTextToText',
       'textToSpeech',
       'textToAudio',
+      'automaticSpeechRecognition',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -60,7 +61,10 @@ describe('task registry', () => {
       'zeroShotObjectDetection',
       'imageToText',
     ]);
-    expect(TASK_NAMES.filter(readsAudio)).toEqual(['audioClassification']);
+    expect(TASK_NAMES.filter(readsAudio)).toEqual([
+      'audioClassification',
+      'automaticSpeechRecognition',
+    ]);
     expect(() => taskDefinition('fillmask')).toThrow(/did you mean 'fillMask'\?/);
   });
 
@@ -80,6 +84,7 @@ describe('task registry', () => {
       imageFeatureExtraction: ['aGk=', new Uint8Array([1])],
       depthEstimation: ['aGk=', new Uint8Array([1])],
       audioClassification: ['aGk=', new Uint8Array([1])],
+      automaticSpeechRecognition: ['aGk=', new Uint8Array([1])],
       visualQuestionAnswering: [{ image: 'aGk=', question: 'q' }],
       maskGeneration: [
         { image: 'aGk=', points: [[1, 2]], labels: [0] },

@@ -76,13 +76,18 @@ function setupFor(f: WhisperFeatures): { filters: Float64Array[]; window: Float6
   return setup;
 }
 
-/** The log-mel features of one clip (mono, at the extractor's rate): `[featureSize * frames]`. */
+/**
+ * The log-mel features of one clip (mono, at the extractor's rate): `[featureSize * frames]`.
+ * `samples`: the length it is padded or cut to; the clip's own length is Python's
+ * truncation=False (long-form speech recognition).
+ */
 export function whisperLogMel(
   audio: Float32Array,
   f: WhisperFeatures,
+  samples = f.nSamples,
 ): { data: Float32Array; frames: number } {
   const { filters, window, fft } = setupFor(f);
-  const n = f.nSamples;
+  const n = samples;
   const signal = new Float64Array(n).fill(f.paddingValue);
   signal.set(audio.length > n ? audio.subarray(0, n) : audio);
   const half = Math.floor(f.nFft / 2);

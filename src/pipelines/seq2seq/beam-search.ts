@@ -32,6 +32,17 @@ interface Input {
   improvable: boolean;
 }
 
+/** What a model's own generate() adds to the search (Whisper's prompt and logits processors). */
+export interface BeamExtras {
+  /**
+   * Each input's decoder prompt, all of one length (default: the start token alone). The decoder
+   * has been fed all but the last token of it; the search feeds the last.
+   */
+  prompts?: readonly (readonly number[])[];
+  /** A logits processor: adjusts a beam's log-probabilities given its tokens (prompt included). */
+  process?: (tokens: readonly number[], scores: Float32Array) => void;
+}
+
 /**
  * The best hypothesis of each input (its generated ids, the EOS included when it ended on one).
  * The decoder holds one row per input; it is expanded to numBeams rows per input here.
@@ -39,29 +50,33 @@ interface Input {
 export async function beamSearch(
   decoder: DecoderStepper,
   settings: Seq2SeqSettings,
+  extras: BeamExtras = {},
 ): Promise<number[][]> {
   const { numBeams, decoderStartTokenId: start, lengthPenalty, earlyStopping } = settings;
   const inputs = decoder.rows;
   decoder.select(Array.from({ length: inputs * numBeams }, (_, r) => Math.floor(r / numBeams)));
-  const maxLength = 1 + settings.maxNewTokens;
+  const prompt = (i: number): number[] => [...(extras.prompts?.[i] ?? [start])];
+  // Python's decoder_prompt_len: lengths below count from the whole sequence, the prompt included.
+  const promptLength = prompt(0).length;
+  const maxLength = promptLength + settings.maxNewTokens;
   const keep = Math.max(2, 1 + settings.eosTokenIds.size) * numBeams;
-  const state: Input[] = Array.from({ length: inputs }, () => ({
-    running: Array.from({ length: numBeams }, (_, b) => hypothesis([start], b === 0 ? 0 : NEVER)),
-    finished: Array.from({ length: numBeams }, () => hypothesis([start], NEVER)),
+  const state: Input[] = Array.from({ length: inputs }, (_, i) => ({
+    running: Array.from({ length: numBeams }, (_, b) => hypothesis(prompt(i), b === 0 ? 0 : NEVER)),
+    finished: Array.from({ length: numBeams }, () => hypothesis(prompt(i), NEVER)),
     improvable: true,
   }));
-  let length = 1;
+  let length = promptLength;
   for (;;) {
     const logits = await decoder.step(state.flatMap((s) => s.running.map((h) => last(h.tokens))));
     let allEnd = true;
     const order: number[] = [];
     state.forEach((input, i) => {
       const rows = logits.slice(i * numBeams, (i + 1) * numBeams);
-      const candidates = topContinuations(input, rows, settings, length, maxLength, keep);
+      const candidates = topContinuations(input, rows, settings, extras, length, maxLength, keep);
       allEnd &&= candidates.every((c) => c.ends);
       const full = earlyStopping === true && input.finished.every((h) => h.finished);
       const finishing = candidates.map((c, k): Hypothesis => {
-        let score = fround(c.score / Math.pow(length, lengthPenalty));
+        let score = fround(c.score / Math.pow(length + 1 - promptLength, lengthPenalty));
         if (full) score = fround(score + NEVER);
         if (!input.improvable) score = fround(score + NEVER);
         const finished = c.ends && k < numBeams;
@@ -78,13 +93,19 @@ export async function beamSearch(
     });
     decoder.select(order);
     length += 1;
-    for (const input of state) input.improvable &&= canImprove(input, settings, length, maxLength);
+    for (const input of state)
+      input.improvable &&= canImprove(
+        input,
+        settings,
+        length - promptLength,
+        maxLength - promptLength,
+      );
     const anyImprovable = state.some((s) => s.improvable);
     const allFull =
       earlyStopping === true && state.every((s) => s.finished.every((h) => h.finished));
     if (!anyImprovable || allFull || allEnd) break;
   }
-  return state.map((s) => (s.finished[0] as Hypothesis).tokens.slice(1));
+  return state.map((s) => (s.finished[0] as Hypothesis).tokens.slice(promptLength));
 }
 
 /** The `keep` best continuations of an input's running beams, best first. */
@@ -92,11 +113,12 @@ function topContinuations(
   input: Input,
   logits: readonly Float32Array[],
   settings: Seq2SeqSettings,
+  extras: BeamExtras,
   length: number,
   maxLength: number,
   keep: number,
 ): Candidate[] {
-  const generated = length - 1;
+  const generated = length - (extras.prompts?.[0]?.length ?? 1);
   const top: { score: number; beam: number; token: number }[] = [];
   input.running.forEach((beam, b) => {
     const scores = logSoftmax(logits[b] as Float32Array);
@@ -106,6 +128,7 @@ function topContinuations(
       for (const eos of settings.eosTokenIds) if (eos < scores.length) scores[eos] = -Infinity;
     const forced = forcedToken(settings, generated);
     if (forced !== undefined) force(scores, forced);
+    extras.process?.(beam.tokens, scores);
     for (let t = 0; t < scores.length; t += 1) {
       const score = fround((scores[t] as number) + beam.score);
       if (top.length === keep && score <= (top[keep - 1] as { score: number }).score) continue;
@@ -125,15 +148,15 @@ function topContinuations(
   }));
 }
 
-/** Python's _check_early_stop_heuristic for one input, after a step. */
+/** Python's _check_early_stop_heuristic for one input, after a step (lengths past the prompt). */
 function canImprove(
   input: Input,
   settings: Seq2SeqSettings,
-  length: number,
-  maxLength: number,
+  generated: number,
+  maxGenerated: number,
 ): boolean {
   const { lengthPenalty, earlyStopping } = settings;
-  const hypothetical = earlyStopping === 'never' && lengthPenalty > 0 ? maxLength - 1 : length - 1;
+  const hypothetical = earlyStopping === 'never' && lengthPenalty > 0 ? maxGenerated : generated;
   const bestRunning = fround(
     (input.running[0] as Hypothesis).score / Math.pow(hypothetical, lengthPenalty),
   );
