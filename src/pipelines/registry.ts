@@ -33,6 +33,7 @@ import { zeroShotObjectDetectionTask } from './vision/zero-shot-object-detection
 import { zeroShotClassificationTask } from './text/zero-shot-classification.ts';
 import { visualQuestionAnsweringTask } from './multimodal/visual-question-answering.ts';
 import { documentQuestionAnsweringTask } from './multimodal/document-question-answering.ts';
+import { tableQuestionAnsweringTask } from './multimodal/table-question-answering.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -59,6 +60,7 @@ const TASKS = [
   translationTask,
   visualQuestionAnsweringTask,
   documentQuestionAnsweringTask,
+  tableQuestionAnsweringTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(
