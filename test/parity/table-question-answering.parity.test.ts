@@ -4,11 +4,15 @@
 // empty cells, rows dropped and cells trimmed to fit).
 import { describe, expect, it } from 'vitest';
 import {
+  tapasFeeds,
   TableQuestionAnsweringPipeline,
   type TableQuestionAnsweringInput,
   type TableQuestionAnsweringOptions,
 } from '../../src/pipelines/multimodal/table-question-answering.ts';
-import { TapasEncoder } from '../../src/pipelines/multimodal/tapas-encoding.ts';
+import { TapasEncoder, withPreviousAnswer } from '../../src/pipelines/multimodal/tapas-encoding.ts';
+import { cellProbabilities, selectedCells } from '../../src/pipelines/multimodal/tapas-answers.ts';
+import { floatOutput } from '../../src/pipelines/runtime/tensors.ts';
+import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import { toTableQuestion } from '../../src/pipelines/multimodal/table-input.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
@@ -27,9 +31,17 @@ interface EncodingGolden {
 }
 
 const inputOf = (golden: GoldenCase): TableQuestionAnsweringInput =>
-  golden.call.inputs as unknown as TableQuestionAnsweringInput;
+  golden.call.inputs as TableQuestionAnsweringInput;
 const optionsOf = (golden: GoldenCase): TableQuestionAnsweringOptions =>
-  golden.call.options as TableQuestionAnsweringOptions;
+  golden.call.options;
+
+/** The fixture's encoder (its tokenizer_config sets max_row_id and max_column_id to 128). */
+const encoderFor = (model: LoadedModel, maxLength: number): TapasEncoder =>
+  new TapasEncoder(
+    model.tokenizer?.json ?? '',
+    { cls: '[CLS]', sep: '[SEP]', unk: '[UNK]', empty: '[EMPTY]' },
+    { maxLength, maxColumnId: 128, maxRowId: 128 },
+  );
 
 describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => {
   for (const model of MODELS) {
@@ -61,6 +73,36 @@ describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => 
         expect(answers).toEqual([other.output, sequential?.output]);
       });
 
+      // The answers alone cannot show it (the tiny models pick the same cells either way): the
+      // prev_labels channel each query is fed equals what Python's sequential_inference fed.
+      it(
+        "feeds each sequential query the previous answer's cells as Python does",
+        GOLDEN,
+        async () => {
+          const golden = goldens.pipeline.find(
+            (g) => optionsOf(g).sequential === true,
+          ) as GoldenCase & {
+            prev_labels: number[][];
+          };
+          const loaded = await load(model);
+          const encoder = encoderFor(loaded, loaded.tokenizer?.maxLength ?? 0);
+          const { table, queries } = toTableQuestion(inputOf(golden), 'input');
+          let previous: Set<string> | undefined;
+          const fed: number[][] = [];
+          for (const query of queries) {
+            const base = await encoder.encode(table, query);
+            const encoding = previous === undefined ? base : withPreviousAnswer(base, previous);
+            fed.push(encoding.typeIds.map((types) => types[3] as number));
+            const outputs = await loaded.session.run(tapasFeeds([encoding], 0));
+            previous = selectedCells(
+              cellProbabilities(encoding, floatOutput(outputs, 'logits').data),
+            );
+          }
+          expect(fed.map((labels) => labels.filter((l) => l === 1).length)).not.toEqual([0, 0, 0]);
+          expect(fed).toEqual(golden.prev_labels);
+        },
+      );
+
       // The table given as rows (header first) answers as the dict of columns does.
       it('a table as rows equals the same table as columns', async () => {
         const golden = goldens.pipeline[0] as GoldenCase;
@@ -86,12 +128,9 @@ describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => 
     for (const golden of encodings) {
       it(golden.name, GOLDEN, async () => {
         const model = await load(MODELS[0] as string);
-        const tokenizer = model.tokenizer;
-        const maxLength = golden.options.max_length ?? tokenizer?.maxLength ?? 0;
-        const encoder = new TapasEncoder(
-          tokenizer?.json ?? '',
-          { cls: '[CLS]', sep: '[SEP]', unk: '[UNK]', empty: '[EMPTY]' },
-          { maxLength, maxColumnId: 128, maxRowId: 128 },
+        const encoder = encoderFor(
+          model,
+          golden.options.max_length ?? model.tokenizer?.maxLength ?? 0,
         );
         const { table, queries } = toTableQuestion(
           { table: golden.table, query: golden.query },

@@ -110,6 +110,7 @@ export class TableQuestionAnsweringPipeline extends BasePipeline<
         sep: special.sep ?? '[SEP]',
         unk: special.unk ?? '[UNK]',
         empty: typeof config['empty_token'] === 'string' ? config['empty_token'] : '[EMPTY]',
+        others: [special.pad, special.mask].filter((t): t is string => t !== undefined),
       },
       { maxLength, maxColumnId: limit('max_column_id'), maxRowId: limit('max_row_id') },
     );
@@ -181,7 +182,7 @@ export class TableQuestionAnsweringPipeline extends BasePipeline<
     encodings: readonly TapasEncoding[],
     each: (index: number, logits: Float32Array, aggregation: Float32Array | undefined) => void,
   ): Promise<void> {
-    const outputs = await this.infer(feeds(encodings, this.tokenizer.padId));
+    const outputs = await this.infer(tapasFeeds(encodings, this.tokenizer.padId));
     const logits = floatOutput(outputs, 'logits');
     const aggregation = this.aggregation ? floatOutput(outputs, 'logits_aggregation') : undefined;
     encodings.forEach((_, i) => each(i, row(logits, i), aggregation && row(aggregation, i)));
@@ -189,7 +190,10 @@ export class TableQuestionAnsweringPipeline extends BasePipeline<
 }
 
 /** input_ids, attention_mask [rows, tokens] and token_type_ids [rows, tokens, 7]; padding is zeros. */
-function feeds(encodings: readonly TapasEncoding[], padId: number): Record<string, Tensor> {
+export function tapasFeeds(
+  encodings: readonly TapasEncoding[],
+  padId: number,
+): Record<string, Tensor> {
   const width = encodings.reduce((max, e) => Math.max(max, e.ids.length), 0);
   const n = encodings.length;
   const ids = new BigInt64Array(n * width).fill(BigInt(padId));

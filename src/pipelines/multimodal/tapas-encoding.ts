@@ -11,7 +11,7 @@
 // letter or digit (or "n/a", "?", "nan") is the one [EMPTY] token, and a special token is one only
 // as a whole white-space separated word.
 import { Tokenizer } from 'tokenizers';
-import { InputError } from '../../errors.ts';
+import { InputError, ModelFolderError } from '../../errors.ts';
 import type { Table } from './table-input.ts';
 import {
   compareKeys,
@@ -33,6 +33,8 @@ export interface TapasSpecials {
   sep: string;
   empty: string;
   unk: string;
+  /** Further special tokens kept whole when written as a word ([PAD], [MASK]). */
+  others?: readonly string[];
 }
 
 export interface TapasLimits {
@@ -95,10 +97,13 @@ export class TapasEncoder {
     );
     this.vocab = new Map(Object.entries(parsed.model.vocab));
     this.specials = specials;
-    this.specialWords = new Set(Object.values(specials).filter((token) => this.vocab.has(token)));
-    for (const token of Object.values(specials))
+    const tokens = [specials.cls, specials.sep, specials.empty, specials.unk];
+    for (const token of tokens)
       if (!this.vocab.has(token))
-        throw new InputError(`the TAPAS vocabulary has no ${token} token`, { field: 'tokenizer' });
+        throw new ModelFolderError(`the TAPAS vocabulary (tokenizer.json) has no ${token} token`);
+    this.specialWords = new Set(
+      [...tokens, ...(specials.others ?? [])].filter((t) => this.vocab.has(t)),
+    );
     this.limits = limits;
   }
 
