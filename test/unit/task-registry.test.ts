@@ -43,6 +43,7 @@ describe('task registry', () => {
       'translation',
       'visualQuestionAnswering',
       'documentQuestionAnswering',
+      'tableQuestionAnswering',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -81,6 +82,10 @@ describe('task registry', () => {
         { image: new Uint8Array([1]), boxes: [[0, 0, 4, 4]] },
       ],
       documentQuestionAnswering: [{ question: 'q', wordBoxes: [['w', [0, 0, 1, 1]]] }],
+      tableQuestionAnswering: [
+        { table: { city: ['Bern'] }, query: 'q' },
+        { table: [['city'], ['Lima']], query: ['q', 'r'] },
+      ],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
@@ -121,6 +126,10 @@ describe('task registry', () => {
     });
     expect(await cost('imageClassification', 'aGk=')).toEqual({ tokens: 1, rows: 1 });
     expect(await cost('tabular', [5.1, 3.5, 1.4, 0.2])).toEqual({ tokens: 1, rows: 1 });
+    // One row per query on the table.
+    expect(
+      await cost('tableQuestionAnswering', { table: { a: ['bc', 'de'] }, query: ['f', 'gh'] }),
+    ).toMatchObject({ rows: 2 });
     expect(await cost('noSuchTask', 'abcd')).toEqual({ tokens: 1, rows: 1 });
   });
 });

@@ -247,7 +247,9 @@ export const tableQuestionAnsweringTask: TaskDefinition = {
     queries.forEach((q) => check.text(q, `${check.field}.query`));
     check.list(table.rows, `${check.field}.table`);
     check.list(table.header, `${check.field}.table`);
-    check.text([table.header, ...table.rows].flat().join(' '), `${check.field}.table`);
+    [table.header, ...table.rows].forEach((line, r) =>
+      line.forEach((cell, c) => check.text(cell, `${check.field}.table: row ${r}, column ${c}`)),
+    );
   },
   inputKind: 'text',
   // One row per query, each the question and the flattened table, capped at the model's length.
