@@ -12,6 +12,11 @@ import {
 import { TapasEncoder, withPreviousAnswer } from '../../src/pipelines/multimodal/tapas-encoding.ts';
 import { cellProbabilities, selectedCells } from '../../src/pipelines/multimodal/tapas-answers.ts';
 import { floatOutput } from '../../src/pipelines/runtime/tensors.ts';
+import {
+  normalizeForMatch,
+  parseText,
+  type NumericValue,
+} from '../../src/pipelines/multimodal/tapas-numbers.ts';
 import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import { toTableQuestion } from '../../src/pipelines/multimodal/table-input.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
@@ -32,8 +37,7 @@ interface EncodingGolden {
 
 const inputOf = (golden: GoldenCase): TableQuestionAnsweringInput =>
   golden.call.inputs as TableQuestionAnsweringInput;
-const optionsOf = (golden: GoldenCase): TableQuestionAnsweringOptions =>
-  golden.call.options;
+const optionsOf = (golden: GoldenCase): TableQuestionAnsweringOptions => golden.call.options;
 
 /** The fixture's encoder (its tokenizer_config sets max_row_id and max_column_id to 128). */
 const encoderFor = (model: LoadedModel, maxLength: number): TapasEncoder =>
@@ -120,6 +124,30 @@ describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => 
       });
     });
   }
+
+  // TapasTokenizer's parse_text on numbers, ordinals, number words, Unicode digits and every date
+  // pattern, including the ones it refuses (29 February without a leap year, years past 2016).
+  describe("TapasTokenizer's parse_text", () => {
+    const cases = (
+      readGoldens(MODELS[0] as string) as unknown as {
+        parse_text: { text: string; spans: { begin: number; end: number; values: unknown[] }[] }[];
+      }
+    ).parse_text;
+    const plain = (v: NumericValue): unknown =>
+      v.kind === 'number'
+        ? { number: v.value }
+        : { date: [v.date.year ?? null, v.date.month ?? null, v.date.day ?? null] };
+    for (const golden of cases) {
+      it(golden.text, GOLDEN, () => {
+        const spans = parseText(normalizeForMatch(golden.text)).map((s) => ({
+          begin: s.begin,
+          end: s.end,
+          values: s.values.map(plain),
+        }));
+        expect(spans).toEqual(golden.spans);
+      });
+    }
+  });
 
   describe("TapasTokenizer's encoding", () => {
     const encodings = (

@@ -97,6 +97,38 @@ ENCODING_CASES: list[tuple[str, dict[str, list[str]], str, dict[str, Any]]] = [
 ]
 
 
+# TapasTokenizer's parse_text on texts the tables above do not reach (recorded as spans and values).
+PARSE_TEXTS = [
+    "1,234.5 and -3 or +7 and .5",
+    "the 21st, 2nd and 3rd, 100th",
+    "1e5 0x10 inf nan infinity 1_000",
+    "one two twelve thirteen first twelfth zeroth",
+    "٣٤ apples and 𝟏𝟐 pears",
+    "january | may | sept | sep 3 | 1990s | 2016 | 2017 | 1699",
+    "march 2011, mar 2011, 7 february 1967, february 7, 1967, feb 7, 2001",
+    "12-25-1999 25.12.1999 1999-12-25 1999-12 2001-13 02-30-2001",
+    "monday, jan 5 and friday, march 13",
+    "feb 29, feb 29 2000, 29 february 1900, 30 june, 31 june",
+    "   Mixed  CASE\tJune   5  ",
+    "1,23,456 and 12,345,678.90 and 1.",
+    "from 1999 to 2003 (4 years)",
+]
+
+
+def _parse_cases() -> list[dict[str, Any]]:
+    from transformers.models.tapas.tokenization_tapas import normalize_for_match, parse_text
+
+    def value(v):
+        if v.float_value is not None:
+            return {"number": v.float_value}
+        return {"date": [v.date.year, v.date.month, v.date.day]}
+
+    return [
+        {"text": text, "spans": [{"begin": s.begin_index, "end": s.end_index, "values": [value(v) for v in s.values]} for s in parse_text(normalize_for_match(text))]}
+        for text in PARSE_TEXTS
+    ]
+
+
 def _vocabulary(tokenizer) -> list[str]:
     vocab = tokenizer.get_vocab()
     tokens = sorted(vocab, key=vocab.get)
@@ -290,6 +322,7 @@ def build_one(bert, name: str, aggregation: bool) -> dict[str, Any]:
         "cell_threshold_margin": margin,
         "pipeline": cases,
         "encodings": encodings,
+        "parse_text": _parse_cases(),
     }
     write_json(out_dir / "goldens.json", goldens)
     return {"name": name, "parity": parity, "margin": margin}
