@@ -4,12 +4,13 @@
 // empty cells, rows dropped and cells trimmed to fit).
 import { describe, expect, it } from 'vitest';
 import {
+  tapasEncoder,
   tapasFeeds,
   TableQuestionAnsweringPipeline,
   type TableQuestionAnsweringInput,
   type TableQuestionAnsweringOptions,
 } from '../../src/pipelines/multimodal/table-question-answering.ts';
-import { TapasEncoder, withPreviousAnswer } from '../../src/pipelines/multimodal/tapas-encoding.ts';
+import { withPreviousAnswer } from '../../src/pipelines/multimodal/tapas-encoding.ts';
 import { cellProbabilities, selectedCells } from '../../src/pipelines/multimodal/tapas-answers.ts';
 import { floatOutput } from '../../src/pipelines/runtime/tensors.ts';
 import {
@@ -17,7 +18,6 @@ import {
   parseText,
   type NumericValue,
 } from '../../src/pipelines/multimodal/tapas-numbers.ts';
-import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import { toTableQuestion } from '../../src/pipelines/multimodal/table-input.ts';
 import { readGoldens, type GoldenCase } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
@@ -38,14 +38,6 @@ interface EncodingGolden {
 const inputOf = (golden: GoldenCase): TableQuestionAnsweringInput =>
   golden.call.inputs as TableQuestionAnsweringInput;
 const optionsOf = (golden: GoldenCase): TableQuestionAnsweringOptions => golden.call.options;
-
-/** The fixture's encoder (its tokenizer_config sets max_row_id and max_column_id to 128). */
-const encoderFor = (model: LoadedModel, maxLength: number): TapasEncoder =>
-  new TapasEncoder(
-    model.tokenizer?.json ?? '',
-    { cls: '[CLS]', sep: '[SEP]', unk: '[UNK]', empty: '[EMPTY]' },
-    { maxLength, maxColumnId: 128, maxRowId: 128 },
-  );
 
 describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => {
   for (const model of MODELS) {
@@ -89,7 +81,7 @@ describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => 
             prev_labels: number[][];
           };
           const loaded = await load(model);
-          const encoder = encoderFor(loaded, loaded.tokenizer?.maxLength ?? 0);
+          const encoder = tapasEncoder(loaded);
           const { table, queries } = toTableQuestion(inputOf(golden), 'input');
           let previous: Set<string> | undefined;
           const fed: number[][] = [];
@@ -156,10 +148,7 @@ describe('tableQuestionAnswering', forPipeline('tableQuestionAnswering'), () => 
     for (const golden of encodings) {
       it(golden.name, GOLDEN, async () => {
         const model = await load(MODELS[0] as string);
-        const encoder = encoderFor(
-          model,
-          golden.options.max_length ?? model.tokenizer?.maxLength ?? 0,
-        );
+        const encoder = tapasEncoder(model, golden.options.max_length);
         const { table, queries } = toTableQuestion(
           { table: golden.table, query: golden.query },
           'input',

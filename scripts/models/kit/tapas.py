@@ -90,6 +90,8 @@ ENCODING_CASES: list[tuple[str, dict[str, list[str]], str, dict[str, Any]]] = [
     ("years_vs_numbers", {"y": ["1990", "2000", "2010"], "z": ["2010", "2020", "2030"]}, "in 2000", {}),
     # TAPAS reads years 1700-2016 only as dates: "2020" stays a number and loses its rank in a date column.
     ("years_past_2016", {"when": ["may 2001", "2020", "june 2003", "july 1999"], "n": ["1", "2", "3", "4"]}, "after 2000?", {}),
+    # Special tokens count only as whole white-space separated words.
+    ("special_token_words", {"s": ["[CLS] x", "x[CLS]", "a [EMPTY] b", "[MASK]", "-[SEP]"], "t": ["1", "2", "3", "4", "5"]}, "[SEP] or [cls]?", {}),
     ("all_empty_column", {"name": ["a", "b"], "blank": ["", ""]}, "which?", {}),
     ("long_table_max_length_48", _long_table(12), "Which names have a score above 50?", {"max_length": 48}),
     ("long_cells_trimmed", {"text": ["a b c d e f g h i j k l m n o p q r s t", "u v w x y z"], "n": ["1", "2"]}, "letters?", {"max_length": 24}),

@@ -8,6 +8,7 @@ import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
 import { InferenceError, InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
+import { requireTokenizer } from '../pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, row } from '../runtime/tensors.ts';
 import {
@@ -85,35 +86,7 @@ export class TableQuestionAnsweringPipeline extends BasePipeline<
       throw new InferenceError(
         `${TASK} needs the token logits ('logits'); ${model.folder} gives ${model.outputNames.join(', ')}`,
       );
-    const config = this.tokenizer.config;
-    for (const [key, unsupported] of [
-      ['strip_column_names', config['strip_column_names'] === true],
-      [
-        'cell_trim_length',
-        typeof config['cell_trim_length'] === 'number' && config['cell_trim_length'] >= 0,
-      ],
-      ['max_question_length', config['max_question_length'] != null],
-      ['min_question_length', config['min_question_length'] != null],
-    ] as const)
-      if (unsupported)
-        throw new InferenceError(
-          `${TASK}: ${model.folder}'s tokenizer_config.json sets ${key}, which this pipeline does not implement`,
-        );
-    const maxLength = this.tokenizer.maxLength ?? model.config.maxPositionEmbeddings ?? 512;
-    const limit = (key: string): number =>
-      typeof config[key] === 'number' ? config[key] : maxLength;
-    const special = this.tokenizer.special;
-    this.encoder = new TapasEncoder(
-      this.tokenizer.json,
-      {
-        cls: special.cls ?? '[CLS]',
-        sep: special.sep ?? '[SEP]',
-        unk: special.unk ?? '[UNK]',
-        empty: typeof config['empty_token'] === 'string' ? config['empty_token'] : '[EMPTY]',
-        others: [special.pad, special.mask].filter((t): t is string => t !== undefined),
-      },
-      { maxLength, maxColumnId: limit('max_column_id'), maxRowId: limit('max_row_id') },
-    );
+    this.encoder = tapasEncoder(model);
     this.aggregation = aggregationOf(model);
   }
 
@@ -187,6 +160,47 @@ export class TableQuestionAnsweringPipeline extends BasePipeline<
     const aggregation = this.aggregation ? floatOutput(outputs, 'logits_aggregation') : undefined;
     encodings.forEach((_, i) => each(i, row(logits, i), aggregation && row(aggregation, i)));
   }
+}
+
+/**
+ * The model's TAPAS encoder, from its tokenizer.json and TapasTokenizer's tokenizer_config.json;
+ * `maxLength` overrides model_max_length (as TapasTokenizer's max_length argument does).
+ */
+export function tapasEncoder(model: LoadedModel, maxLength?: number): TapasEncoder {
+  const tokenizer = requireTokenizer(model, TASK);
+  const config = tokenizer.config;
+  for (const [key, unsupported] of [
+    ['strip_column_names', config['strip_column_names'] === true],
+    [
+      'cell_trim_length',
+      typeof config['cell_trim_length'] === 'number' && config['cell_trim_length'] >= 0,
+    ],
+    ['max_question_length', config['max_question_length'] != null],
+    ['min_question_length', config['min_question_length'] != null],
+  ] as const)
+    if (unsupported)
+      throw new InferenceError(
+        `${TASK}: ${model.folder}'s tokenizer_config.json sets ${key}, which this pipeline does not implement`,
+      );
+  const modelMax = tokenizer.maxLength ?? model.config.maxPositionEmbeddings ?? 512;
+  // TapasTokenizer defaults both id limits to model_max_length.
+  const limit = (key: string): number => (typeof config[key] === 'number' ? config[key] : modelMax);
+  const special = tokenizer.special;
+  return new TapasEncoder(
+    tokenizer.json,
+    {
+      cls: special.cls ?? '[CLS]',
+      sep: special.sep ?? '[SEP]',
+      unk: special.unk ?? '[UNK]',
+      empty: typeof config['empty_token'] === 'string' ? config['empty_token'] : '[EMPTY]',
+      others: [special.pad, special.mask].filter((t): t is string => t !== undefined),
+    },
+    {
+      maxLength: maxLength ?? modelMax,
+      maxColumnId: limit('max_column_id'),
+      maxRowId: limit('max_row_id'),
+    },
+  );
 }
 
 /** input_ids, attention_mask [rows, tokens] and token_type_ids [rows, tokens, 7]; padding is zeros. */

@@ -113,36 +113,31 @@ export class TapasEncoder {
 
   /** TapasTokenizer.tokenize for many texts. */
   async tokenize(texts: readonly string[]): Promise<Piece[][]> {
-    const out: Piece[][] = texts.map(() => []);
-    const plain: { index: number; text: string }[] = [];
+    // Each text as parts in order: a special token kept whole, or a text for WordPiece.
+    const parts: { index: number; special?: string; text?: string }[] = [];
     texts.forEach((text, index) => {
       if (text === '') return;
       if (isEmptyText(text)) {
-        out[index] = [{ token: this.specials.empty, id: this.id(this.specials.empty) }];
+        parts.push({ index, special: this.specials.empty });
         return;
       }
       const words = pythonSplit(text);
       if (!words.some((w) => this.specialWords.has(w))) {
-        plain.push({ index, text });
+        parts.push({ index, text });
         return;
       }
       // A special token written as a word stays one; the words around it are tokenized alone.
-      words.forEach((word) => {
-        if (this.specialWords.has(word)) plain.push({ index, text: `\u0000special:${word}` });
-        else plain.push({ index, text: word });
-      });
+      for (const word of words)
+        parts.push(this.specialWords.has(word) ? { index, special: word } : { index, text: word });
     });
-    const toEncode = plain.filter((p) => !p.text.startsWith('\u0000special:'));
-    const encodings = await this.tokenizer.encodeBatch(
-      toEncode.map((p) => p.text),
-      { addSpecialTokens: false },
-    );
+    const plain = parts.flatMap((p) => (p.text === undefined ? [] : [p.text]));
+    const encodings = await this.tokenizer.encodeBatch(plain, { addSpecialTokens: false });
+    const out: Piece[][] = texts.map(() => []);
     let next = 0;
-    for (const { index, text } of plain) {
+    for (const { index, special } of parts) {
       const pieces = out[index] as Piece[];
-      if (text.startsWith('\u0000special:')) {
-        const token = text.slice('\u0000special:'.length);
-        pieces.push({ token, id: this.id(token) });
+      if (special !== undefined) {
+        pieces.push({ token: special, id: this.id(special) });
         continue;
       }
       const encoding = encodings[next++];
