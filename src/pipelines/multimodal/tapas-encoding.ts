@@ -307,11 +307,20 @@ class CellCosts {
     return count;
   }
 
+  /** Tokens of rows 0..r (header included) when cells keep `n` tokens, memoised per `n` (one table, so numColumns never changes). */
+  private readonly prefixes = new Map<number, number[]>();
+
   private cost(numRows: number, numColumns: number, n: number): number {
-    let total = 0;
-    for (let r = 0; r <= numRows && r < this.begins.length; r += 1)
-      for (let c = 0; c < numColumns; c += 1) total += this.kept(r, c, n);
-    return total;
+    let prefix = this.prefixes.get(n);
+    if (prefix === undefined) {
+      let total = 0;
+      prefix = this.begins.map((row, r) => {
+        for (let c = 0; c < Math.min(numColumns, row.length); c += 1) total += this.kept(r, c, n);
+        return total;
+      });
+      this.prefixes.set(n, prefix);
+    }
+    return prefix[Math.min(numRows, prefix.length - 1)] ?? 0;
   }
 
   /** _get_max_num_tokens: the most tokens per cell that fit, undefined when not even one does. */
