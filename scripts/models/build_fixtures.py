@@ -156,6 +156,13 @@ def main() -> None:
         result = whisper.build()
         print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}", flush=True)
 
+    if want("tapas-table-question-answering") or want("tapas-table-question-answering-no-aggregation"):
+        from kit import tapas
+
+        for result in tapas.build(tokenizer_kit.wordpiece(training), want):
+            print(f"{result['name']}: parity max |diff| {result['parity']['max_abs_diff']:.2e}, "
+                  f"cell threshold margin {result['margin']:.2e}", flush=True)
+
     if want("all-MiniLM-L6-v2-int8"):
         import tempfile
 

@@ -37,6 +37,7 @@ import { imageToTextTask } from './multimodal/image-to-text.ts';
 import { imageTextToTextTask } from './multimodal/image-text-to-text.ts';
 import { textToAudioTask, textToSpeechTask } from './audio/text-to-speech.ts';
 import { automaticSpeechRecognitionTask } from './audio/speech-recognition.ts';
+import { tableQuestionAnsweringTask } from './multimodal/table-question-answering.ts';
 
 const TASKS = [
   featureExtractionTask,
@@ -68,6 +69,7 @@ const TASKS = [
   textToSpeechTask,
   textToAudioTask,
   automaticSpeechRecognitionTask,
+  tableQuestionAnsweringTask,
 ] as const satisfies readonly TaskDefinition[];
 
 const byName = new Map<string, TaskDefinition>(

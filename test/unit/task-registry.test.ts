@@ -48,6 +48,7 @@ describe('task registry', () => {
       'textToSpeech',
       'textToAudio',
       'automaticSpeechRecognition',
+      'tableQuestionAnswering',
     ]);
     for (const name of TASK_NAMES) expect(taskDefinition(name).task).toBe(name);
     expect(TASK_NAMES.filter(readsImages)).toEqual([
@@ -98,6 +99,10 @@ describe('task registry', () => {
       ],
       textToSpeech: ['hi', '', { text: 'hi', speakerEmbeddings: [0.1, -0.2] }],
       textToAudio: ['hi'],
+      tableQuestionAnswering: [
+        { table: { city: ['Bern'] }, query: 'q' },
+        { table: [['city'], ['Lima']], query: ['q', 'r'] },
+      ],
     };
     for (const [task, inputs] of Object.entries(good))
       for (const input of inputs) expect(() => check(task, input)).not.toThrow();
@@ -144,6 +149,10 @@ describe('task registry', () => {
     });
     expect(await cost('imageClassification', 'aGk=')).toEqual({ tokens: 1, rows: 1 });
     expect(await cost('tabular', [5.1, 3.5, 1.4, 0.2])).toEqual({ tokens: 1, rows: 1 });
+    // One row per query on the table.
+    expect(
+      await cost('tableQuestionAnswering', { table: { a: ['bc', 'de'] }, query: ['f', 'gh'] }),
+    ).toMatchObject({ rows: 2 });
     expect(await cost('noSuchTask', 'abcd')).toEqual({ tokens: 1, rows: 1 });
   });
 });
