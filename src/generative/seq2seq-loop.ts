@@ -12,7 +12,7 @@ import { GenerationProgress } from '../pipelines/generation/generation-progress.
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { progressSettings } from '../pipelines/seq2seq/greedy-search.ts';
 import type { Seq2SeqDecoder } from '../pipelines/seq2seq/seq2seq-model.ts';
-import { force, forcedToken, type Seq2SeqSettings } from '../pipelines/seq2seq/seq2seq-settings.ts';
+import type { Seq2SeqSettings } from '../pipelines/seq2seq/seq2seq-settings.ts';
 import type { StepwiseSeq2Seq } from '../pipelines/seq2seq/stepwise-seq2seq.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
@@ -155,8 +155,6 @@ export class Seq2SeqLoop implements StepLoop {
       const next: number[] = [];
       for (const [i, row] of cohort.rows.entries()) {
         const scores = logits[i] as Float32Array;
-        const forced = forcedToken(this.settings, row.progress.generatedTokens);
-        if (forced !== undefined) force(scores, forced);
         const step = await row.progress.accept(row.progress.choose(scores), (ids) =>
           this.pipeline.decodeText(ids),
         );

@@ -7,6 +7,7 @@ import { randomSeed, seededRandom } from '../runtime/random.ts';
 import { chooseToken } from './sampling.ts';
 import { StopSequences } from './stop-sequences.ts';
 import { FormatCursor } from './structured/format-constraint.ts';
+import { banBeforeForcing, force, suppressTokens } from './token-bans.ts';
 import { parseToolCalls, type ToolCall } from './tool-calls.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
@@ -80,16 +81,39 @@ export class GenerationProgress {
     return this.generated.length;
   }
 
-  /** The next token from the last position's logits (which it may overwrite). */
+  /**
+   * The next token from the last position's logits (which it may overwrite), through Python's
+   * processors in its order: the bans over the tokens seen, the minimum lengths, the forced
+   * tokens (which overrule all of those), the suppressed tokens, then the choice itself.
+   */
   choose(logits: Float32Array): number {
-    if (this.generated.length < this.settings.minNewTokens) {
-      // Python's MinNewTokensLengthLogitsProcessor: EOS cannot win before the minimum.
-      for (const eos of this.settings.eosTokenIds) if (eos < logits.length) logits[eos] = -Infinity;
+    const { settings } = this;
+    const generated = this.generated.length;
+    const forced = this.forcedToken();
+    if (forced !== undefined) force(logits, forced);
+    else {
+      if (settings.bans !== undefined) banBeforeForcing(logits, this.history, settings.bans);
+      const short =
+        generated < settings.minNewTokens ||
+        (settings.minLength !== undefined && this.history.length < settings.minLength);
+      // Python's MinLength / MinNewTokensLength processors: EOS cannot win before the minimum.
+      if (short)
+        for (const eos of settings.eosTokenIds) if (eos < logits.length) logits[eos] = -Infinity;
     }
+    if (settings.bans !== undefined) suppressTokens(logits, generated, settings.bans);
     // After the minimum: a format that is complete ends the output even before minNewTokens.
-    const forced = this.cursor?.restrict(logits);
-    if (forced !== undefined) return forced;
-    return chooseToken(logits, this.history, this.settings.sampling, this.random);
+    const restricted = this.cursor?.restrict(logits);
+    if (restricted !== undefined) return restricted;
+    return chooseToken(logits, this.history, settings.sampling, this.random);
+  }
+
+  /** Python's ForcedBOS (at a sequence of one token) and ForcedEOS (the last allowed token). */
+  private forcedToken(): number | undefined {
+    const { forcedBosTokenId, forcedEosTokenId, maxNewTokens } = this.settings;
+    if (forcedBosTokenId !== undefined && this.history.length === 1) return forcedBosTokenId;
+    if (forcedEosTokenId !== undefined && this.generated.length === maxNewTokens - 1)
+      return forcedEosTokenId;
+    return undefined;
   }
 
   /** Records a chosen token and says what text it settled and whether the sequence ended. */

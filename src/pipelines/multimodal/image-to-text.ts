@@ -72,6 +72,10 @@ export class ImageToTextPipeline
     return this.defaults;
   }
 
+  async ready(): Promise<void> {
+    await this.resolved();
+  }
+
   /** Generated token ids of each image (EOS included when it ended on one). */
   async generateIds(inputs: readonly ImageInput[]): Promise<number[][]> {
     const { settings } = await this.resolved();

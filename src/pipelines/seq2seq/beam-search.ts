@@ -7,8 +7,9 @@
 // worst finished one; 'never' ends it when it cannot at the longest length (lengthPenalty > 0).
 // Scores are float32 as in torch, so close calls fall the same way.
 import { penalize } from '../generation/sampling.ts';
+import { banBeforeForcing, force, suppressTokens } from '../generation/token-bans.ts';
 import type { DecoderStepper } from './decoder-stepper.ts';
-import { force, forcedToken, type Seq2SeqSettings } from './seq2seq-settings.ts';
+import { forcedToken, type Seq2SeqSettings } from './seq2seq-settings.ts';
 
 const { fround } = Math;
 // Python's stand-in for "impossible" in beam scores (not -Infinity, so sums stay finite).
@@ -99,13 +100,19 @@ function topContinuations(
   const generated = length - 1;
   const top: { score: number; beam: number; token: number }[] = [];
   input.running.forEach((beam, b) => {
-    const scores = logSoftmax(logits[b] as Float32Array);
+    let scores = logSoftmax(logits[b] as Float32Array);
     if (settings.sampling.repetitionPenalty !== 1)
       penalize(scores, beam.tokens, settings.sampling.repetitionPenalty);
-    if (generated < settings.minNewTokens)
-      for (const eos of settings.eosTokenIds) if (eos < scores.length) scores[eos] = -Infinity;
+    // Python's processors in its order; the forced tokens overrule the bans and minimum before them.
     const forced = forcedToken(settings, generated);
     if (forced !== undefined) force(scores, forced);
+    else {
+      if (settings.bans !== undefined) banBeforeForcing(scores, beam.tokens, settings.bans);
+      if (generated < settings.minNewTokens)
+        for (const eos of settings.eosTokenIds) if (eos < scores.length) scores[eos] = -Infinity;
+    }
+    if (settings.bans !== undefined) suppressTokens(scores, generated, settings.bans);
+    if (settings.renormalizeLogits === true) scores = logSoftmax(scores);
     for (let t = 0; t < scores.length; t += 1) {
       const score = fround((scores[t] as number) + beam.score);
       if (top.length === keep && score <= (top[keep - 1] as { score: number }).score) continue;

@@ -66,6 +66,10 @@ export class Seq2SeqTextPipeline
     return this.defaults;
   }
 
+  async ready(): Promise<void> {
+    await this.resolved();
+  }
+
   /** The encoder's token ids of each input, as Python's pipeline tokenizes them. */
   async encodeInputs(inputs: readonly string[]): Promise<TokenizedText[]> {
     const { prefix } = await this.resolved();
