@@ -138,7 +138,9 @@ export class Seq2SeqLoop implements StepLoop {
         decoder,
         rows: joining.map((request) => ({
           request,
-          progress: new GenerationProgress([start], shared),
+          progress: new GenerationProgress([start], shared, {
+            encoderIds: this.pipeline.encoderIds?.(request.prepared) ?? [],
+          }),
           emitted: 0,
         })),
         tokens: joining.map(() => start),

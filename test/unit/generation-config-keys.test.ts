@@ -54,7 +54,6 @@ describe('refuseUnappliedKeys', () => {
   it.each([
     ['sequence_bias', [[[4], -2.0]], GREEDY],
     ['encoder_repetition_penalty', 1.2, GREEDY],
-    ['encoder_no_repeat_ngram_size', 3, GREEDY],
     ['guidance_scale', 1.5, GREEDY],
     ['num_beam_groups', 2, BEAMS],
     ['force_words_ids', [[3]], BEAMS],
@@ -125,6 +124,7 @@ describe('readTokenBans', () => {
     const bans = readTokenBans(
       layers({
         no_repeat_ngram_size: 3,
+        encoder_no_repeat_ngram_size: 1,
         bad_words_ids: [[2], [5], [6, 7], [2, 8]],
         suppress_tokens: [9],
         begin_suppress_tokens: [10],
@@ -136,6 +136,7 @@ describe('readTokenBans', () => {
     );
     expect(bans).toEqual({
       noRepeatNgramSize: 2,
+      encoderNoRepeatNgramSize: 1,
       badWordsIds: [[5], [6, 7], [2, 8]],
       suppressTokens: [9],
       beginSuppressTokens: [10],
@@ -146,6 +147,7 @@ describe('readTokenBans', () => {
   it.each([
     ['no_repeat_ngram_size', -1],
     ['no_repeat_ngram_size', 2.5],
+    ['encoder_no_repeat_ngram_size', -2],
     ['bad_words_ids', [1, 2]],
     ['bad_words_ids', []],
     ['bad_words_ids', [[]]],
@@ -182,11 +184,11 @@ describe('pipelines refuse an unapplied key when they load', () => {
 
   it("summarization: a key of config.json's task_specific_params, with its file", async () => {
     const dir = await copyWith('bart-summarization', 'config.json', (json) => {
-      json['task_specific_params'] = { summarization: { encoder_no_repeat_ngram_size: 3 } };
+      json['task_specific_params'] = { summarization: { encoder_repetition_penalty: 1.5 } };
     });
     const pipeline = new Seq2SeqTextPipeline('summarization', await store.load({ path: dir }));
     await expect(pipeline.ready()).rejects.toThrow(
-      `${join(dir, 'config.json')} (task_specific_params.summarization) sets encoder_no_repeat_ngram_size: 3`,
+      `${join(dir, 'config.json')} (task_specific_params.summarization) sets encoder_repetition_penalty: 1.5`,
     );
   });
 

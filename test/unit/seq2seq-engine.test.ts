@@ -92,9 +92,14 @@ describe('Seq2SeqLoop', () => {
     expect(firstOf3).toBeGreaterThan(firstDone);
   });
 
-  it("applies the pipeline's noRepeatNgramSize and bad_words_ids / suppress_tokens as Python does", async () => {
+  it('applies noRepeatNgramSize, bad_words_ids / suppress_tokens and encoder_no_repeat_ngram_size as Python does', async () => {
     const goldens = readGoldens('bart-summarization').pipeline;
-    for (const name of ['no_repeat_ngram_greedy', 'bad_and_suppressed_tokens_greedy']) {
+    const names = [
+      'no_repeat_ngram_greedy',
+      'bad_and_suppressed_tokens_greedy',
+      'encoder_no_repeat_ngram_greedy',
+    ];
+    for (const name of names) {
       const case_ = goldens.find((g) => g.name === `summarization:${name}`);
       const call = case_?.call as unknown as {
         inputs: string[];

@@ -365,7 +365,8 @@ def processor_cases(model, tok, fixture: Fixture) -> list[dict[str, Any]]:
     no_repeat_ngram_size 3, min_length, length_penalty 2 and num_beams 4), on the fixture's first
     task: as options, and as generation_config.json keys (`call.generation_config`, which the
     parity test writes into a copy of the folder). Random weights repeat themselves a lot, so each
-    ban changes the output; `differs_from_unbanned` records that it did."""
+    ban changes the output; `differs_from_unbanned` records whether it did (the random T5 never
+    copies an input token, so encoder_no_repeat_ngram_size changes only BART's)."""
     task, python_task = fixture.tasks[0]
     greedy = {"do_sample": False, "num_beams": 1, "max_new_tokens": MAX_NEW_TOKENS}
     beams = {"num_beams": 3, "max_new_tokens": MAX_NEW_TOKENS}
@@ -385,6 +386,9 @@ def processor_cases(model, tok, fixture: Fixture) -> list[dict[str, Any]]:
          {"max_new_tokens": MAX_NEW_TOKENS}),
         ("bad_and_suppressed_tokens_greedy", INPUTS, greedy, bans, greedy),
         ("bans_beam", INPUTS[:2], beams, {**bans, "no_repeat_ngram_size": 2}, beams),
+        # Size 1: no token of the input; a random model seldom copies a whole pair of them.
+        ("encoder_no_repeat_ngram_greedy", INPUTS, greedy, {"encoder_no_repeat_ngram_size": 1}, greedy),
+        ("encoder_no_repeat_ngram_beam", INPUTS[:2], beams, {"encoder_no_repeat_ngram_size": 1}, beams),
     ]
     cases = []
     for name, inputs, options, config, unbanned in specs:

@@ -77,10 +77,6 @@ const UNAPPLIED: Record<string, Unapplied> = {
     inert: (v) => isNone(v) || v === 1,
     fix: 'the penalty on the input tokens is not applied here',
   },
-  encoder_no_repeat_ngram_size: {
-    inert: (v) => isNone(v) || v === 0,
-    fix: 'n-grams of the input are not banned here (noRepeatNgramSize bans repeats of the output)',
-  },
   exponential_decay_length_penalty: {
     inert: isNone,
     fix: 'the growing EOS bonus is not applied here; minNewTokens / maxNewTokens bound the length',
@@ -183,6 +179,9 @@ export function readTokenBans(
   };
   const ngram = options.noRepeatNgramSize ?? layers.get('no_repeat_ngram_size') ?? 0;
   if (!isTokenId(ngram)) fail('no_repeat_ngram_size', ngram, 'an integer >= 0');
+  const encoderNgram = layers.get('encoder_no_repeat_ngram_size') ?? 0;
+  if (!isTokenId(encoderNgram))
+    fail('encoder_no_repeat_ngram_size', encoderNgram, 'an integer >= 0');
   const tokenList = (key: string): number[] => {
     const value = layers.get(key);
     if (value === undefined) return [];
@@ -204,6 +203,7 @@ export function readTokenBans(
   }
   return {
     noRepeatNgramSize: ngram as number,
+    encoderNoRepeatNgramSize: encoderNgram as number,
     badWordsIds,
     suppressTokens: tokenList('suppress_tokens'),
     beginSuppressTokens: tokenList('begin_suppress_tokens'),

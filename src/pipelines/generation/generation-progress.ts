@@ -31,6 +31,11 @@ export interface GenerationResult {
 export interface ProgressOptions {
   /** Parse `<tool_call>` blocks out of the output (the input offered tools). */
   toolCalls?: boolean;
+  /**
+   * The encoder's input ids, for encoder_no_repeat_ngram_size. Default: the prompt, which is what
+   * Python passes for a decoder-only model; an encoder–decoder row passes its own (or none).
+   */
+  encoderIds?: readonly number[];
 }
 
 export interface TokenStep {
@@ -55,6 +60,7 @@ export class GenerationProgress {
   private finish: FinishReason | undefined;
   private readonly cursor: FormatCursor | undefined;
   private readonly toolCalls: boolean;
+  private readonly encoderIds: readonly number[];
 
   constructor(
     promptIds: readonly number[],
@@ -64,6 +70,7 @@ export class GenerationProgress {
     this.promptTokens = promptIds.length;
     this.settings = settings;
     this.toolCalls = options.toolCalls ?? false;
+    this.encoderIds = options.encoderIds ?? [...promptIds];
     this.cursor =
       settings.format === undefined
         ? undefined
@@ -92,7 +99,8 @@ export class GenerationProgress {
     const forced = this.forcedToken();
     if (forced !== undefined) force(logits, forced);
     else {
-      if (settings.bans !== undefined) banBeforeForcing(logits, this.history, settings.bans);
+      if (settings.bans !== undefined)
+        banBeforeForcing(logits, this.history, settings.bans, this.encoderIds);
       const short =
         generated < settings.minNewTokens ||
         (settings.minLength !== undefined && this.history.length < settings.minLength);

@@ -1,13 +1,16 @@
 // Python generate()'s logits processors that rule tokens out, in its order (transformers 5,
-// `_get_logits_processor`): repetition penalty, no_repeat_ngram_size, bad_words_ids, the minimum
+// `_get_logits_processor`): repetition penalty, no_repeat_ngram_size,
+// encoder_no_repeat_ngram_size, bad_words_ids, the minimum
 // lengths, forced BOS/EOS, suppress_tokens, begin_suppress_tokens; the sampling warpers follow.
 // Every ban sets a score to -Infinity, which the repetition penalty leaves as it is, so only the
 // forced tokens (which overwrite every score) split them into a before and an after.
-import { banRepeatedNgrams } from './no-repeat-ngram.ts';
+import { banEncoderNgrams, banRepeatedNgrams } from './no-repeat-ngram.ts';
 
 export interface TokenBans {
   /** Python's no_repeat_ngram_size; 0 is off. */
   noRepeatNgramSize: number;
+  /** Python's encoder_no_repeat_ngram_size: n-grams of the encoder's input ids; 0 is off. */
+  encoderNoRepeatNgramSize: number;
   /** Python's bad_words_ids without the EOS-only entries (Python drops those). */
   badWordsIds: readonly (readonly number[])[];
   /** Python's suppress_tokens: never generated. */
@@ -20,6 +23,7 @@ export interface TokenBans {
 
 export const NO_BANS: TokenBans = {
   noRepeatNgramSize: 0,
+  encoderNoRepeatNgramSize: 0,
   badWordsIds: [],
   suppressTokens: [],
   beginSuppressTokens: [],
@@ -28,13 +32,18 @@ export const NO_BANS: TokenBans = {
 
 type Scores = Float32Array | Float64Array;
 
-/** The processors Python runs before the forced tokens, over the tokens seen so far. */
+/**
+ * The processors Python runs before the forced tokens, over the tokens seen so far and the
+ * encoder's input ids (a decoder-only model's prompt; none for an image or audio encoder).
+ */
 export function banBeforeForcing(
   scores: Scores,
   history: readonly number[],
   bans: TokenBans,
+  encoderIds: readonly number[] = [],
 ): void {
   banRepeatedNgrams(scores, history, bans.noRepeatNgramSize);
+  banEncoderNgrams(scores, encoderIds, history, bans.encoderNoRepeatNgramSize);
   banBadWords(scores, history, bans.badWordsIds);
 }
 

@@ -40,6 +40,7 @@ interface Input {
 export async function beamSearch(
   decoder: DecoderStepper,
   settings: Seq2SeqSettings,
+  encoderIds?: readonly (readonly number[])[],
 ): Promise<number[][]> {
   const { numBeams, decoderStartTokenId: start, lengthPenalty, earlyStopping } = settings;
   const inputs = decoder.rows;
@@ -58,7 +59,8 @@ export async function beamSearch(
     const order: number[] = [];
     state.forEach((input, i) => {
       const rows = logits.slice(i * numBeams, (i + 1) * numBeams);
-      const candidates = topContinuations(input, rows, settings, length, maxLength, keep);
+      const encoder = encoderIds?.[i] ?? [];
+      const candidates = topContinuations(input, rows, settings, length, maxLength, keep, encoder);
       allEnd &&= candidates.every((c) => c.ends);
       const full = earlyStopping === true && input.finished.every((h) => h.finished);
       const finishing = candidates.map((c, k): Hypothesis => {
@@ -96,6 +98,7 @@ function topContinuations(
   length: number,
   maxLength: number,
   keep: number,
+  encoderIds: readonly number[],
 ): Candidate[] {
   const generated = length - 1;
   const top: { score: number; beam: number; token: number }[] = [];
@@ -107,7 +110,8 @@ function topContinuations(
     const forced = forcedToken(settings, generated);
     if (forced !== undefined) force(scores, forced);
     else {
-      if (settings.bans !== undefined) banBeforeForcing(scores, beam.tokens, settings.bans);
+      if (settings.bans !== undefined)
+        banBeforeForcing(scores, beam.tokens, settings.bans, encoderIds);
       if (generated < settings.minNewTokens)
         for (const eos of settings.eosTokenIds) if (eos < scores.length) scores[eos] = -Infinity;
     }

@@ -22,13 +22,15 @@ export async function greedySearch(
   settings: Seq2SeqSettings,
   decode: DecodeText,
   onToken?: OnToken,
+  encoderIds?: readonly (readonly number[])[],
 ): Promise<GenerationResult[]> {
   const start = settings.decoderStartTokenId;
   const shared = progressSettings(settings);
-  // Python's processors see the decoder's input ids: the start token, then the output.
+  // Python's processors see the decoder's input ids: the start token, then the output; and, for
+  // encoder_no_repeat_ngram_size, each row's encoder input ids (none for pixels or audio).
   const progress = Array.from(
     { length: decoder.rows },
-    () => new GenerationProgress([start], shared),
+    (_, row) => new GenerationProgress([start], shared, { encoderIds: encoderIds?.[row] ?? [] }),
   );
   let active = progress.map((_, row) => row);
   let tokens = active.map(() => start);

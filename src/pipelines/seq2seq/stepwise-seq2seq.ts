@@ -11,6 +11,8 @@ export interface StepwiseSeq2Seq<Prepared = unknown> {
   prepareInput(input: unknown): Promise<Prepared>;
   /** The encoder input's length (a result's `promptTokens`). */
   inputLength(prepared: Prepared): number;
+  /** The encoder's input ids, for encoder_no_repeat_ngram_size (absent: pixels or audio). */
+  encoderIds?(prepared: Prepared): readonly number[];
   /** Runs the encoder over prepared inputs; the decoder is ready for its first step. */
   startDecoder(prepared: readonly Prepared[]): Promise<Seq2SeqDecoder>;
   /** Generated ids to the output text, as the pipeline's postprocessing decodes them. */
