@@ -80,7 +80,7 @@ describe('refuseUnappliedKeys', () => {
       encoder_no_repeat_ngram_size: 0,
       guidance_scale: 1,
       num_return_sequences: 1,
-      sequence_bias: null,
+      sequence_bias: {},
       exponential_decay_length_penalty: null,
       stop_strings: [],
       token_healing: false,

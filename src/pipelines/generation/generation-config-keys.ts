@@ -57,7 +57,10 @@ interface Unapplied {
 
 const isNone = (value: unknown): boolean => value === undefined || value === null;
 const isEmpty = (value: unknown): boolean =>
-  isNone(value) || (Array.isArray(value) && value.length === 0) || value === false;
+  isNone(value) ||
+  value === false ||
+  (Array.isArray(value) && value.length === 0) ||
+  (typeof value === 'object' && Object.keys(value as object).length === 0);
 const greedyOrSample = (context: GenerationContext): boolean => context.numBeams <= 1;
 const unlessSampling =
   (noop: (value: unknown) => boolean) =>
