@@ -352,7 +352,7 @@ def _with_generation_config(model, keys: dict[str, Any], run):
 
 
 def _greedy_ids(model, tok, python_task: str, text: str) -> list[int]:
-    prefix, task_params = _task_settings(model, python_task)
+    prefix, _ = _task_settings(model, python_task)
     enc = tok(prefix + text, return_tensors="pt")
     enc.pop("token_type_ids", None)
     with torch.no_grad():
