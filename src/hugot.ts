@@ -45,6 +45,7 @@ export class Hugot {
     }
     const model = await this.store.load(modelSpec);
     const pipeline = createPipeline(spec.task, model, spec.options);
+    await pipeline.ready?.();
     this.pipelines.set(alias, pipeline);
     return pipeline;
   }

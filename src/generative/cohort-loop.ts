@@ -12,7 +12,6 @@ import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import type { GenerationCohort, StepwiseGenerator } from '../pipelines/generation/stepwise.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
-import { force } from '../pipelines/seq2seq/seq2seq-settings.ts';
 import type { StepLoop, SubmitRequest } from './step-loop.ts';
 
 interface Request {
@@ -31,7 +30,6 @@ interface Row {
 
 interface Cohort {
   decoder: GenerationCohort['decoder'];
-  forcedToken: GenerationCohort['forcedToken'];
   rows: Row[];
   /** The token each row feeds at the next step. */
   tokens: number[];
@@ -117,7 +115,6 @@ export class CohortLoop implements StepLoop {
       const cohort = await this.pipeline.startCohort(joining.map((r) => r.prepared));
       this.cohorts.push({
         decoder: cohort.decoder,
-        forcedToken: cohort.forcedToken,
         rows: joining.map((request, i) => ({
           request,
           progress: cohort.progress[i] as GenerationProgress,
@@ -138,8 +135,6 @@ export class CohortLoop implements StepLoop {
       const next: number[] = [];
       for (const [i, row] of cohort.rows.entries()) {
         const scores = logits[i] as Float32Array;
-        const forced = cohort.forcedToken?.(row.progress.generatedTokens);
-        if (forced !== undefined) force(scores, forced);
         const step = await row.progress.accept(row.progress.choose(scores), (ids) =>
           this.pipeline.decodeText(ids),
         );

@@ -19,6 +19,8 @@ export async function createLoop(
     const pipeline = new TextGenerationPipeline(model, setup.generation, {
       prefixCache: setup.prefixCache,
     });
+    // A generation_config.json it cannot honour fails the engine's start, not each request.
+    await pipeline.ready();
     return new GenerationLoop(pipeline, setup.limits);
   }
   const pipeline = findTask(setup.task)?.create(model, setup.pipelineOptions);

@@ -23,6 +23,11 @@ export interface Pipeline<Input, Output> {
   run(inputs: readonly Input[]): Promise<Output[]>;
   /** Where the pipeline's time went (pipelines built on BasePipeline have it). */
   readonly statistics?: PipelineStatistics | undefined;
+  /**
+   * Reads what the pipeline resolves from the model folder once (generation_config.json...), so a
+   * folder it cannot honour fails when the pipeline is registered, not at its first record.
+   */
+  ready?(): Promise<void>;
 }
 
 export function requireTokenizer(model: LoadedModel, task: string): TextTokenizer {

@@ -118,6 +118,35 @@ describe('generative engine step loop', () => {
     );
   }
 
+  // The engine chooses through GenerationProgress as the single-request path does, so Python's
+  // no_repeat_ngram_size (over prompt + output) holds for a request in a crowd too.
+  it('a per-request noRepeatNgramSize gives generate()’s ids, interleaved', GOLDEN, async () => {
+    const golden = readGoldens(MODEL).pipeline.find((g) => g.name === 'no_repeat_ngram');
+    const prompt = golden?.call.inputs as string;
+    const options = golden?.call.options as {
+      max_new_tokens: number;
+      no_repeat_ngram_size: number;
+    };
+    const expected = (golden?.output as { generated_text: string }[])[0]?.generated_text;
+    const banned = {
+      maxNewTokens: options.max_new_tokens,
+      noRepeatNgramSize: options.no_repeat_ngram_size,
+    };
+    const run = await drive(
+      { maxActive: 3, stepTokens: 8 },
+      {
+        0: [{ id: 7, input: FILLER, options: greedy(12) }],
+        2: [
+          { id: 1, input: prompt, options: banned },
+          { id: 2, input: prompt, options: greedy(options.max_new_tokens) },
+        ],
+      },
+    );
+    expect(prompt + (run.results.get(1)?.text ?? '')).toBe(expected);
+    // The same prompt without the option in the same batch: the ban is per request, and it bit.
+    expect(run.results.get(2)?.tokenIds).not.toEqual(run.results.get(1)?.tokenIds);
+  });
+
   it('seeded sampling is the same alone, interleaved, and on the single-request path', async () => {
     const sampled = { seed: 1234, temperature: 1.3, topK: 40, topP: 0.95, maxNewTokens: 20 };
     const prompt = singles[1]!.call.prompt as string;

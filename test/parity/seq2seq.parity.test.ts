@@ -1,17 +1,21 @@
 // text2textGeneration, summarization and translation against goldens from Python's generate(),
 // called as the removed Python pipelines called it (scripts/models/kit/seq2seq.py): the
-// pipelines' outputs one input at a time, and token ids alone and in a right-padded batch.
+// pipelines' outputs one input at a time, and token ids alone and in a right-padded batch; with
+// the logits processors checkpoints set (no_repeat_ngram_size, bad_words_ids, suppress_tokens...)
+// as options and as generation_config.json keys.
 import { describe, expect, it } from 'vitest';
 import type { Seq2SeqOptions } from '../../src/pipelines/seq2seq/seq2seq-options.ts';
 import {
   Seq2SeqTextPipeline,
   type Seq2SeqTask,
 } from '../../src/pipelines/seq2seq/seq2seq-text-pipeline.ts';
+import { useGenerationConfigCopies } from './generation-config-copy.ts';
 import { readGoldens } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const load = useModelStore();
+const loadWith = useGenerationConfigCopies(load);
 
 interface GenerationGolden {
   name: string;
@@ -27,6 +31,7 @@ interface PythonOptions {
   length_penalty?: number;
   early_stopping?: boolean | 'never';
   repetition_penalty?: number;
+  no_repeat_ngram_size?: number;
 }
 
 const TASKS: Record<string, Seq2SeqTask> = {
@@ -48,6 +53,8 @@ function options(python: PythonOptions): Seq2SeqOptions {
   if (python.length_penalty !== undefined) ours.lengthPenalty = python.length_penalty;
   if (python.early_stopping !== undefined) ours.earlyStopping = python.early_stopping;
   if (python.repetition_penalty !== undefined) ours.repetitionPenalty = python.repetition_penalty;
+  if (python.no_repeat_ngram_size !== undefined)
+    ours.noRepeatNgramSize = python.no_repeat_ngram_size;
   return ours;
 }
 
@@ -68,9 +75,11 @@ for (const fixture of ['t5-text2text', 'bart-summarization']) {
     describe(`${task} (${fixture})`, forPipeline(task), () => {
       for (const golden of cases) {
         parityCase(golden, async ({ call }) => {
+          // Cases with generation_config keys run on a folder whose generation_config.json has them.
+          const keys = (call as { generation_config?: Record<string, unknown> }).generation_config;
           const pipeline = new Seq2SeqTextPipeline(
             task,
-            await load(fixture),
+            await loadWith(fixture, keys),
             options(call.options),
           );
           // Python's pipeline runs a list one input at a time (no batch_size).

@@ -17,12 +17,14 @@ import {
   type GenerationEvent,
 } from '../../src/pipelines/generation/text-generation.ts';
 import { compareDeep } from './compare.ts';
+import { useGenerationConfigCopies } from './generation-config-copy.ts';
 import { readGoldens } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
 
 const MODEL = 'llama-causal-lm';
 const load = useModelStore();
+const loadWith = useGenerationConfigCopies(load);
 
 interface Goldens {
   tokenization: {
@@ -69,10 +71,20 @@ describe('textGeneration', forPipeline('textGeneration'), () => {
   describe('pipeline', () => {
     for (const golden of goldens.pipeline) {
       parityCase(golden, async ({ call }) => {
-        const options = call.options as { max_new_tokens: number; return_full_text?: boolean };
-        const gen = new TextGenerationPipeline(await load(MODEL), {
+        const options = call.options as {
+          max_new_tokens: number;
+          return_full_text?: boolean;
+          no_repeat_ngram_size?: number;
+        };
+        // Cases with generation_config keys (bad_words_ids, ...) run on a folder that has them.
+        const keys = (call as { generation_config?: Record<string, unknown> }).generation_config;
+        const gen = new TextGenerationPipeline(await loadWith(MODEL, keys), {
           maxNewTokens: options.max_new_tokens,
+          ...(options.no_repeat_ngram_size === undefined
+            ? {}
+            : { noRepeatNgramSize: options.no_repeat_ngram_size }),
         });
+        await gen.ready();
         const input = call.inputs as string | ChatMessage[];
         const [result] = await gen.run([input]);
         const text = result?.text ?? '';

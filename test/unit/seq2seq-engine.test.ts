@@ -1,6 +1,8 @@
 // Encoder–decoder requests on the generative engine: requests that arrive while others decode
 // join at the next step and interleave token by token, and each one's output is still Python's
 // (the same goldens as the batch path, scripts/models/kit/seq2seq.py).
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
@@ -16,7 +18,23 @@ const VIT_GPT2 = join(import.meta.dirname, '..', 'fixtures', 'models', 'vit-gpt2
 const LLAVA = join(import.meta.dirname, '..', 'fixtures', 'models', 'llava-image-text-to-text');
 const GREEDY = { maxNewTokens: 16, numBeams: 1, doSample: false };
 const store = new ModelStore();
-afterAll(() => store.close());
+const copies: string[] = [];
+afterAll(async () => {
+  await store.close();
+  await Promise.all(copies.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** A copy of the BART fixture whose generation_config.json also has `keys`. */
+async function folderWith(keys: Record<string, unknown>): Promise<string> {
+  if (Object.keys(keys).length === 0) return BART;
+  const dir = await mkdtemp(join(tmpdir(), 'bart-'));
+  copies.push(dir);
+  await cp(BART, dir, { recursive: true });
+  const file = join(dir, 'generation_config.json');
+  const config = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  await writeFile(file, JSON.stringify({ ...config, ...keys }));
+  return dir;
+}
 
 function golden(): { inputs: string[]; texts: string[] } {
   const case_ = readGoldens('bart-summarization').pipeline.find(
@@ -73,6 +91,37 @@ describe('CohortLoop', () => {
     const firstOf3 = steps.findIndex((s) => s.some((e) => e.kind === 'token' && e.id === 3));
     const firstDone = steps.findIndex((s) => s.some((e) => e.kind === 'done'));
     expect(firstOf3).toBeGreaterThan(firstDone);
+  });
+
+  it('applies noRepeatNgramSize, bad_words_ids / suppress_tokens and encoder_no_repeat_ngram_size as Python does', async () => {
+    const goldens = readGoldens('bart-summarization').pipeline;
+    const names = [
+      'no_repeat_ngram_greedy',
+      'bad_and_suppressed_tokens_greedy',
+      'encoder_no_repeat_ngram_greedy',
+    ];
+    for (const name of names) {
+      const case_ = goldens.find((g) => g.name === `summarization:${name}`);
+      const call = case_?.call as unknown as {
+        inputs: string[];
+        options: { no_repeat_ngram_size?: number };
+        generation_config?: Record<string, unknown>;
+      };
+      const texts = (case_?.output as { summary_text: string }[]).map((o) => o.summary_text);
+      const model = await store.load({ path: await folderWith(call.generation_config ?? {}) });
+      const options = { ...GREEDY, noRepeatNgramSize: call.options.no_repeat_ngram_size };
+      const loop = await CohortLoop.create(
+        new Seq2SeqTextPipeline('summarization', model, options),
+        {
+          maxActive: 4,
+        },
+      );
+      for (const [id, input] of call.inputs.entries()) await loop.submit({ id, input });
+      const events: SequenceEvent[] = [];
+      while (!loop.idle) events.push(...(await loop.step()));
+      const done = events.flatMap((e) => (e.kind === 'done' ? [[e.id, e.result.text]] : []));
+      expect(new Map(done as [number, string][]), name).toEqual(new Map(texts.entries()));
+    }
   });
 
   it('cancels one request mid-decode and leaves the others exact', async () => {

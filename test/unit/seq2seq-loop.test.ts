@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { beamSearch } from '../../src/pipelines/seq2seq/beam-search.ts';
 import type { DecoderStepper } from '../../src/pipelines/seq2seq/decoder-stepper.ts';
+import { NO_BANS } from '../../src/pipelines/generation/token-bans.ts';
 import { greedySearch } from '../../src/pipelines/seq2seq/greedy-search.ts';
 import type { Seq2SeqSettings } from '../../src/pipelines/seq2seq/seq2seq-settings.ts';
 
@@ -106,6 +107,26 @@ describe('greedySearch', () => {
     expect(result?.tokenIds).toEqual([6, 4, 4, EOS]);
   });
 
+  it('bans n-grams over the decoder input, start token included', async () => {
+    const decoder = new ScriptedDecoder([[3, 4, 3, 4, 3, 4]]);
+    const bans = { ...NO_BANS, noRepeatNgramSize: 2 };
+    const [result] = await greedySearch(decoder, settings({ bans }), decode);
+    // After the second 3, 4 would repeat (3, 4): the runner-up 0 (the first zero) wins. After
+    // that 0, 3 would repeat the start token's (0, 3): 0 again. Then 4 is free.
+    expect(result?.tokenIds).toEqual([3, 4, 3, 0, 0, 4]);
+  });
+
+  it('suppresses begin tokens at the token after a forced BOS', async () => {
+    const decoder = new ScriptedDecoder([[2, 5, 5]]);
+    const bans = { ...NO_BANS, beginSuppressTokens: [5], beginSuppressAt: 1 };
+    const [result] = await greedySearch(
+      decoder,
+      settings({ maxNewTokens: 3, forcedBosTokenId: 6, bans }),
+      decode,
+    );
+    expect(result?.tokenIds).toEqual([6, 0, 5]);
+  });
+
   it('keeps EOS out until minNewTokens', async () => {
     const decoder = new ScriptedDecoder([[EOS, EOS, 3, EOS]]);
     const [result] = await greedySearch(decoder, settings({ minNewTokens: 2 }), decode);
@@ -121,5 +142,14 @@ describe('beamSearch', () => {
     expect(decoder.selections[0]).toEqual([0, 0]);
     expect(decoder.fed[0]).toEqual([START, START]);
     expect(best).toEqual([3, 4, EOS]);
+  });
+
+  it('applies the bad words and suppressed tokens to every beam', async () => {
+    const decoder = new ScriptedDecoder([[3, 4, EOS]]);
+    const bans = { ...NO_BANS, badWordsIds: [[3]], suppressTokens: [0, 2] };
+    const [best] = await beamSearch(decoder, settings({ numBeams: 2, maxNewTokens: 3, bans }));
+    expect(best).not.toContain(3);
+    expect(best).not.toContain(0);
+    expect(best).not.toContain(2);
   });
 });

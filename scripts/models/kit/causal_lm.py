@@ -172,7 +172,7 @@ def build(tokenizer) -> dict[str, Any]:
         generation = _generation_cases(tok, loaded)
         steps = _step_cases(tok, config, reference, present_names)
         pipe = pipeline("text-generation", model=str(source), tokenizer=str(source), device="cpu")
-        pipeline_cases = _pipeline_cases(pipe)
+        pipeline_cases = _pipeline_cases(pipe) + processor_cases(pipe)
 
     goldens = {
         "schema": GOLDENS_SCHEMA,
@@ -356,6 +356,46 @@ def _chat_cases(tok) -> list[dict[str, Any]]:
             "output": {"text": rendered, "input_ids_without_special_tokens": ids},
         }
     ]
+
+
+def processor_cases(pipe) -> list[dict[str, Any]]:
+    """generate()'s logits processors over prompt + output, as the text-generation pipeline runs
+    them: no_repeat_ngram_size as an option and as a generation_config.json key, bad_words_ids,
+    suppress_tokens, begin_suppress_tokens and encoder_no_repeat_ngram_size (over the prompt) as keys (`call.generation_config`, which the parity
+    test writes into a copy of the folder). `differs_from_unbanned` records that each ban bit."""
+    model, tok = pipe.model, pipe.tokenizer
+    # The random model seldom repeats itself; after this prompt it repeats a bigram at token 24.
+    prompt = "a b a b a b a b"
+    greedy = {"do_sample": False, "max_new_tokens": 32}
+    enc = tok(prompt, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**enc, **greedy)[0, enc["input_ids"].shape[1]:].tolist()
+    free = [t for t in out if t not in tok.all_special_ids]
+    common = max(set(free), key=lambda t: (free.count(t), -t))
+    pair = next([a, b] for a, b in zip(free, free[1:]) if common not in (a, b))
+    other = next(t for t in free if t != common and t not in pair)
+    bans = {"bad_words_ids": [[common], pair], "suppress_tokens": [other], "begin_suppress_tokens": [free[0]]}
+    cases = []
+    # Of the kit's prompts only this one is continued with one of its own tokens.
+    copied = "Click here to claim your FREE"
+    for name, text, options, config in [
+        ("no_repeat_ngram", prompt, {**greedy, "no_repeat_ngram_size": 2}, {}),
+        ("generation_config_no_repeat_ngram", prompt, greedy, {"no_repeat_ngram_size": 2}),
+        ("bad_and_suppressed_tokens", prompt, greedy, bans),
+        ("encoder_no_repeat_ngram", copied, greedy, {"encoder_no_repeat_ngram_size": 1}),
+    ]:
+        saved = {k: getattr(model.generation_config, k, None) for k in config}
+        for k, v in config.items():
+            setattr(model.generation_config, k, v)
+        try:
+            output = pipe(text, **options)
+        finally:
+            for k, v in saved.items():
+                setattr(model.generation_config, k, v)
+        call = {"inputs": text, "options": options, **({"generation_config": config} if config else {})}
+        cases.append({"name": name, "task": "text-generation", "call": call, "output": output,
+                      "differs_from_unbanned": output != pipe(text, **greedy)})
+    return cases
 
 
 def _pipeline_cases(pipe) -> list[dict[str, Any]]:

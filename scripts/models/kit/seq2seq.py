@@ -338,6 +338,71 @@ def _pipeline_cases(model, tok, fixture: Fixture) -> list[dict[str, Any]]:
     return cases
 
 
+def _with_generation_config(model, keys: dict[str, Any], run):
+    """Runs `run()` with `keys` in the model's generation_config, as a generation_config.json that
+    sets them would; the config is restored after."""
+    saved = {k: getattr(model.generation_config, k, None) for k in keys}
+    for k, v in keys.items():
+        setattr(model.generation_config, k, v)
+    try:
+        return run()
+    finally:
+        for k, v in saved.items():
+            setattr(model.generation_config, k, v)
+
+
+def _greedy_ids(model, tok, python_task: str, text: str) -> list[int]:
+    prefix, _ = _task_settings(model, python_task)
+    enc = tok(prefix + text, return_tensors="pt")
+    enc.pop("token_type_ids", None)
+    with torch.no_grad():
+        ids = model.generate(**enc, do_sample=False, num_beams=1, max_new_tokens=MAX_NEW_TOKENS)
+    return ids[0].tolist()
+
+
+def processor_cases(model, tok, fixture: Fixture) -> list[dict[str, Any]]:
+    """generate()'s logits processors that checkpoints set (bart-large-cnn's generation_config has
+    no_repeat_ngram_size 3, min_length, length_penalty 2 and num_beams 4), on the fixture's first
+    task: as options, and as generation_config.json keys (`call.generation_config`, which the
+    parity test writes into a copy of the folder). Random weights repeat themselves a lot, so each
+    ban changes the output; `differs_from_unbanned` records whether it did (the random T5 never
+    copies an input token, so encoder_no_repeat_ngram_size changes only BART's)."""
+    task, python_task = fixture.tasks[0]
+    greedy = {"do_sample": False, "num_beams": 1, "max_new_tokens": MAX_NEW_TOKENS}
+    beams = {"num_beams": 3, "max_new_tokens": MAX_NEW_TOKENS}
+    special = {model.config.decoder_start_token_id, model.generation_config.forced_bos_token_id,
+               *tok.all_special_ids}
+    free = [t for t in _greedy_ids(model, tok, python_task, INPUTS[0])[1:] if t not in special]
+    # Bans that bite: the output's commonest token, a pair it generates, another token, its first.
+    common = max(set(free), key=lambda t: (free.count(t), -t))
+    pair = next([a, b] for a, b in zip(free, free[1:]) if common not in (a, b))
+    other = next(t for t in free if t != common and t not in pair)
+    bans = {"bad_words_ids": [[common], pair], "suppress_tokens": [other], "begin_suppress_tokens": [free[0]]}
+    cnn = {"no_repeat_ngram_size": 3, "min_length": 8, "length_penalty": 2.0, "num_beams": 4, "early_stopping": True}
+    specs = [
+        ("no_repeat_ngram_greedy", INPUTS, {**greedy, "no_repeat_ngram_size": 2}, {}, greedy),
+        ("no_repeat_ngram_beam", INPUTS[:2], {**beams, "no_repeat_ngram_size": 3}, {}, beams),
+        ("generation_config_cnn_style", INPUTS[:2], {"max_new_tokens": MAX_NEW_TOKENS}, cnn,
+         {"max_new_tokens": MAX_NEW_TOKENS}),
+        ("bad_and_suppressed_tokens_greedy", INPUTS, greedy, bans, greedy),
+        ("bans_beam", INPUTS[:2], beams, {**bans, "no_repeat_ngram_size": 2}, beams),
+        # Size 1: no token of the input; a random model seldom copies a whole pair of them.
+        ("encoder_no_repeat_ngram_greedy", INPUTS, greedy, {"encoder_no_repeat_ngram_size": 1}, greedy),
+        ("encoder_no_repeat_ngram_beam", INPUTS[:2], beams, {"encoder_no_repeat_ngram_size": 1}, beams),
+    ]
+    cases = []
+    for name, inputs, options, config, unbanned in specs:
+        result = _with_generation_config(
+            model, config, lambda: pipeline_call(model, tok, python_task, list(inputs), options))
+        plain = pipeline_call(model, tok, python_task, list(inputs), unbanned)
+        call = {"inputs": list(inputs), "options": options}
+        if config:
+            call["generation_config"] = config
+        cases.append({"name": f"{task}:{name}", "task": task, "python_task": python_task, "call": call,
+                      "output": result["output"], "differs_from_unbanned": result["output"] != plain["output"]})
+    return cases
+
+
 def _generation_cases(model, tok) -> list[dict[str, Any]]:
     """Token ids of generate() alone and for a right-padded batch (the encoder pads on the right)."""
     cases = []
@@ -459,7 +524,7 @@ def build(fixture: Fixture, training: list[str]) -> dict[str, Any]:
             "tokenization": tokenization_cases(tok),
             "generation": _generation_cases(loaded, tok),
             "steps": _step_cases(exported, loaded, tok),
-            "pipeline": _pipeline_cases(loaded, tok, fixture),
+            "pipeline": _pipeline_cases(loaded, tok, fixture) + processor_cases(loaded, tok, fixture),
         }
     write_json(out_dir / "goldens.json", goldens)
     return {"name": fixture.name, "parity": exported.parity}

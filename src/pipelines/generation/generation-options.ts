@@ -6,9 +6,15 @@ import { z } from 'zod';
 import { ModelFolderError } from '../../errors.ts';
 import { parseWithSchema } from '../../options/parse.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
+import {
+  GenerationConfigLayers,
+  readTokenBans,
+  refuseUnappliedKeys,
+} from './generation-config-keys.ts';
 import type { SamplingSettings } from './sampling.ts';
 import type { CompiledFormat } from './structured/format-constraint.ts';
 import { responseFormatSchema, type ResponseFormat } from './structured/response-format.ts';
+import type { TokenBans } from './token-bans.ts';
 
 export const generationOptionsSchema = z
   .object({
@@ -29,6 +35,11 @@ export const generationOptionsSchema = z
     topP: z.number().gt(0).max(1).optional(),
     /** > 1 discourages tokens already in the prompt or output. Default: generation_config, else 1. */
     repetitionPenalty: z.number().gt(0).optional(),
+    /**
+     * No n-gram of this many tokens occurs twice (Python's no_repeat_ngram_size); 0 turns it off.
+     * Default: generation_config's no_repeat_ngram_size, else 0.
+     */
+    noRepeatNgramSize: z.number().int().min(0).optional(),
     /** Seed of the sampling generator: the same seed gives the same tokens. Default: random. */
     seed: z.number().int().min(0).max(0xffffffff).optional(),
     /** Generation ends before the first of these appears in the text; it is not returned. */
@@ -57,6 +68,14 @@ export interface GenerationSettings {
   responseFormat: ResponseFormat | undefined;
   /** The responseFormat compiled for the pipeline's tokenizer (the pipeline sets it). */
   format: CompiledFormat | undefined;
+  /** Tokens ruled out at each step (no_repeat_ngram_size, bad_words_ids, suppress_tokens...). */
+  bans?: TokenBans | undefined;
+  /** Python's ForcedBOSTokenLogitsProcessor: the token chosen when the sequence holds one token. */
+  forcedBosTokenId?: number | undefined;
+  /** Python's ForcedEOSTokenLogitsProcessor: the token chosen as the last of maxNewTokens. */
+  forcedEosTokenId?: number | undefined;
+  /** EOS is ruled out while prompt and output together are shorter (Python's min_length). */
+  minLength?: number | undefined;
 }
 
 /** The parts of generation_config.json that change what generate() does by default. */
@@ -68,6 +87,12 @@ export interface GenerationDefaults {
   topP: number | undefined;
   repetitionPenalty: number | undefined;
   eosTokenIds: number[] | undefined;
+  minNewTokens: number | undefined;
+  minLength: number | undefined;
+  forcedBosTokenId: number | undefined;
+  forcedEosTokenId: number | undefined;
+  /** generation_config.json itself, for the keys read per call (bans, refused keys). */
+  layers: GenerationConfigLayers;
 }
 
 export function parseGenerationOptions(value: unknown, path = 'options'): ParsedGenerationOptions {
@@ -98,6 +123,11 @@ export async function readGenerationDefaults(model: LoadedModel): Promise<Genera
     topK: num('top_k'),
     topP: num('top_p'),
     repetitionPenalty: num('repetition_penalty'),
+    minNewTokens: num('min_new_tokens'),
+    minLength: num('min_length'),
+    forcedBosTokenId: num('forced_bos_token_id'),
+    forcedEosTokenId: num('forced_eos_token_id'),
+    layers: new GenerationConfigLayers([{ file: path, values: raw }]),
     eosTokenIds:
       typeof eos === 'number'
         ? [eos]
@@ -107,22 +137,35 @@ export async function readGenerationDefaults(model: LoadedModel): Promise<Genera
   };
 }
 
-/** Per-call options over the pipeline's options over generation_config.json over Python's. */
+/**
+ * Per-call options over the pipeline's options over generation_config.json over Python's. A key
+ * of generation_config.json that Python would apply and this pipeline cannot is a ConfigError.
+ */
 export function resolveSettings(
   options: ParsedGenerationOptions,
   defaults: GenerationDefaults,
   model: LoadedModel,
+  task = 'textGeneration',
 ): GenerationSettings {
   const asksForSampling =
     options.temperature !== undefined ||
     options.topK !== undefined ||
     options.topP !== undefined ||
     options.seed !== undefined;
+  const doSample = options.doSample ?? (asksForSampling || (defaults.doSample ?? false));
+  refuseUnappliedKeys(defaults.layers, { task, doSample, numBeams: 1 }, true);
+  const eosTokenIds = new Set(defaults.eosTokenIds ?? model.config.eosTokenIds);
   return {
     maxNewTokens: options.maxNewTokens ?? defaults.maxNewTokens ?? 256,
-    minNewTokens: options.minNewTokens ?? 0,
+    minNewTokens: options.minNewTokens ?? defaults.minNewTokens ?? 0,
+    minLength: defaults.minLength,
+    forcedBosTokenId: defaults.forcedBosTokenId,
+    forcedEosTokenId: defaults.forcedEosTokenId,
+    // A decoder-only model's prompt is at least one token, so begin_suppress_tokens applies to
+    // the first generated one (Python's begin_index is the prompt's length).
+    bans: readTokenBans(defaults.layers, options, eosTokenIds, 0, task),
     sampling: {
-      doSample: options.doSample ?? (asksForSampling || (defaults.doSample ?? false)),
+      doSample,
       temperature: options.temperature ?? defaults.temperature ?? 1,
       topK: options.topK ?? defaults.topK ?? 50,
       topP: options.topP ?? defaults.topP ?? 1,
@@ -131,7 +174,7 @@ export function resolveSettings(
     seed: options.seed,
     stopSequences: options.stopSequences,
     systemPrompt: options.systemPrompt,
-    eosTokenIds: new Set(defaults.eosTokenIds ?? model.config.eosTokenIds),
+    eosTokenIds,
     responseFormat: options.responseFormat,
     format: undefined,
   };

@@ -7,6 +7,7 @@ import { randomSeed, seededRandom } from '../runtime/random.ts';
 import { chooseToken } from './sampling.ts';
 import { StopSequences } from './stop-sequences.ts';
 import { FormatCursor } from './structured/format-constraint.ts';
+import { banBeforeForcing, force, suppressTokens } from './token-bans.ts';
 import { parseToolCalls, type ToolCall } from './tool-calls.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
@@ -30,6 +31,11 @@ export interface GenerationResult {
 export interface ProgressOptions {
   /** Parse `<tool_call>` blocks out of the output (the input offered tools). */
   toolCalls?: boolean;
+  /**
+   * The encoder's input ids, for encoder_no_repeat_ngram_size. Default: the prompt, which is what
+   * Python passes for a decoder-only model; an encoder–decoder row passes its own (or none).
+   */
+  encoderIds?: readonly number[];
 }
 
 export interface TokenStep {
@@ -54,6 +60,7 @@ export class GenerationProgress {
   private finish: FinishReason | undefined;
   private readonly cursor: FormatCursor | undefined;
   private readonly toolCalls: boolean;
+  private readonly encoderIds: readonly number[];
 
   constructor(
     promptIds: readonly number[],
@@ -63,6 +70,7 @@ export class GenerationProgress {
     this.promptTokens = promptIds.length;
     this.settings = settings;
     this.toolCalls = options.toolCalls ?? false;
+    this.encoderIds = options.encoderIds ?? [...promptIds];
     this.cursor =
       settings.format === undefined
         ? undefined
@@ -80,16 +88,40 @@ export class GenerationProgress {
     return this.generated.length;
   }
 
-  /** The next token from the last position's logits (which it may overwrite). */
+  /**
+   * The next token from the last position's logits (which it may overwrite), through Python's
+   * processors in its order: the bans over the tokens seen, the minimum lengths, the forced
+   * tokens (which overrule all of those), the suppressed tokens, then the choice itself.
+   */
   choose(logits: Float32Array): number {
-    if (this.generated.length < this.settings.minNewTokens) {
-      // Python's MinNewTokensLengthLogitsProcessor: EOS cannot win before the minimum.
-      for (const eos of this.settings.eosTokenIds) if (eos < logits.length) logits[eos] = -Infinity;
+    const { settings } = this;
+    const generated = this.generated.length;
+    const forced = this.forcedToken();
+    if (forced !== undefined) force(logits, forced);
+    else {
+      if (settings.bans !== undefined)
+        banBeforeForcing(logits, this.history, settings.bans, this.encoderIds);
+      const short =
+        generated < settings.minNewTokens ||
+        (settings.minLength !== undefined && this.history.length < settings.minLength);
+      // Python's MinLength / MinNewTokensLength processors: EOS cannot win before the minimum.
+      if (short)
+        for (const eos of settings.eosTokenIds) if (eos < logits.length) logits[eos] = -Infinity;
     }
+    if (settings.bans !== undefined) suppressTokens(logits, generated, settings.bans);
     // After the minimum: a format that is complete ends the output even before minNewTokens.
-    const forced = this.cursor?.restrict(logits);
-    if (forced !== undefined) return forced;
-    return chooseToken(logits, this.history, this.settings.sampling, this.random);
+    const restricted = this.cursor?.restrict(logits);
+    if (restricted !== undefined) return restricted;
+    return chooseToken(logits, this.history, settings.sampling, this.random);
+  }
+
+  /** Python's ForcedBOS (at a sequence of one token) and ForcedEOS (the last allowed token). */
+  private forcedToken(): number | undefined {
+    const { forcedBosTokenId, forcedEosTokenId, maxNewTokens } = this.settings;
+    if (forcedBosTokenId !== undefined && this.history.length === 1) return forcedBosTokenId;
+    if (forcedEosTokenId !== undefined && this.generated.length === maxNewTokens - 1)
+      return forcedEosTokenId;
+    return undefined;
   }
 
   /** Records a chosen token and says what text it settled and whether the sequence ended. */

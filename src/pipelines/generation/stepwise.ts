@@ -19,13 +19,14 @@ export interface GenerationCohort {
   firstTokens: number[];
   /** Per row, the input's length as a result's `promptTokens` counts it. */
   promptTokens: number[];
-  /** Python's forced tokens (BOS first, EOS at the length limit) after `generated` tokens. */
-  forcedToken?: (generated: number) => number | undefined;
 }
 
 export interface StepwiseGenerator<Prepared = unknown> {
   readonly task: string;
-  /** Fails (ConfigError) when the pipeline's options need whole-batch decoding (beam search). */
+  /**
+   * Fails (ConfigError) when the pipeline's options need whole-batch decoding (beam search) or
+   * its generation config asks for what it does not do.
+   */
   assertStepwise(): Promise<void>;
   /** Checks one request's input and prepares it; throws InputError. */
   prepareInput(input: unknown): Promise<Prepared>;

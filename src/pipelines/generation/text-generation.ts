@@ -174,6 +174,10 @@ export class TextGenerationPipeline extends BasePipeline<
     return encoded?.ids ?? [];
   }
 
+  async ready(): Promise<void> {
+    await this.settings(undefined);
+  }
+
   /** This pipeline's options under a call's, over generation_config.json's. */
   async settings(options: GenerationOptions | undefined): Promise<GenerationSettings> {
     const call = options === undefined ? undefined : parseGenerationOptions(options);

@@ -73,6 +73,10 @@ export class ImageToTextPipeline
     return this.defaults;
   }
 
+  async ready(): Promise<void> {
+    await this.resolved();
+  }
+
   /** Generated token ids of each image (EOS included when it ended on one). */
   async generateIds(inputs: readonly ImageInput[]): Promise<number[][]> {
     const { settings } = await this.resolved();
@@ -97,6 +101,7 @@ export class ImageToTextPipeline
   }
 
   async assertStepwise(): Promise<void> {
+    await this.ready();
     assertStepwiseSettings(TASK, (await this.resolved()).settings);
   }
 

@@ -7,8 +7,9 @@
 // worst finished one; 'never' ends it when it cannot at the longest length (lengthPenalty > 0).
 // Scores are float32 as in torch, so close calls fall the same way.
 import { penalize } from '../generation/sampling.ts';
+import { banBeforeForcing, force, suppressTokens } from '../generation/token-bans.ts';
 import type { DecoderStepper } from './decoder-stepper.ts';
-import { force, forcedToken, type Seq2SeqSettings } from './seq2seq-settings.ts';
+import { forcedToken, type Seq2SeqSettings } from './seq2seq-settings.ts';
 
 const { fround } = Math;
 // Python's stand-in for "impossible" in beam scores (not -Infinity, so sums stay finite).
@@ -51,6 +52,7 @@ export async function beamSearch(
   decoder: DecoderStepper,
   settings: Seq2SeqSettings,
   extras: BeamExtras = {},
+  encoderIds?: readonly (readonly number[])[],
 ): Promise<number[][]> {
   const { numBeams, decoderStartTokenId: start, lengthPenalty, earlyStopping } = settings;
   const inputs = decoder.rows;
@@ -72,7 +74,17 @@ export async function beamSearch(
     const order: number[] = [];
     state.forEach((input, i) => {
       const rows = logits.slice(i * numBeams, (i + 1) * numBeams);
-      const candidates = topContinuations(input, rows, settings, extras, length, maxLength, keep);
+      const encoder = encoderIds?.[i] ?? [];
+      const candidates = topContinuations(
+        input,
+        rows,
+        settings,
+        extras,
+        length,
+        maxLength,
+        keep,
+        encoder,
+      );
       allEnd &&= candidates.every((c) => c.ends);
       const full = earlyStopping === true && input.finished.every((h) => h.finished);
       const finishing = candidates.map((c, k): Hypothesis => {
@@ -117,18 +129,26 @@ function topContinuations(
   length: number,
   maxLength: number,
   keep: number,
+  encoderIds: readonly number[],
 ): Candidate[] {
   const generated = length - (extras.prompts?.[0]?.length ?? 1);
   const top: { score: number; beam: number; token: number }[] = [];
   input.running.forEach((beam, b) => {
-    const scores = logSoftmax(logits[b] as Float32Array);
+    let scores = logSoftmax(logits[b] as Float32Array);
     if (settings.sampling.repetitionPenalty !== 1)
       penalize(scores, beam.tokens, settings.sampling.repetitionPenalty);
-    if (generated < settings.minNewTokens)
-      for (const eos of settings.eosTokenIds) if (eos < scores.length) scores[eos] = -Infinity;
+    // Python's processors in its order; the forced tokens overrule the bans and minimum before them.
     const forced = forcedToken(settings, generated);
     if (forced !== undefined) force(scores, forced);
+    else {
+      if (settings.bans !== undefined)
+        banBeforeForcing(scores, beam.tokens, settings.bans, encoderIds);
+      if (generated < settings.minNewTokens)
+        for (const eos of settings.eosTokenIds) if (eos < scores.length) scores[eos] = -Infinity;
+    }
+    if (settings.bans !== undefined) suppressTokens(scores, generated, settings.bans);
     extras.process?.(beam.tokens, scores);
+    if (settings.renormalizeLogits === true) scores = logSoftmax(scores);
     for (let t = 0; t < scores.length; t += 1) {
       const score = fround((scores[t] as number) + beam.score);
       if (top.length === keep && score <= (top[keep - 1] as { score: number }).score) continue;

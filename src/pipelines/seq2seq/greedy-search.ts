@@ -1,7 +1,8 @@
 // Greedy decoding and sampling for a batch of encoder–decoder rows: every row starts from the
-// decoder start token, takes one token a step (Python's forced BOS/EOS first, then the causal
-// pipeline's rules: repetition penalty, sampling, min/max new tokens, EOS, stop sequences), and
-// leaves the batch when it ends, so the decoder only runs the rows still generating.
+// decoder start token, takes one token a step by the causal pipeline's rules (Python's logits
+// processors in its order, forced BOS/EOS among them, sampling, max new tokens, EOS, stop
+// sequences), and leaves the batch when it ends, so the decoder only runs the rows still
+// generating.
 import {
   GenerationProgress,
   type DecodeText,
@@ -10,7 +11,8 @@ import {
 } from '../generation/generation-progress.ts';
 import type { GenerationSettings } from '../generation/generation-options.ts';
 import type { DecoderStepper } from './decoder-stepper.ts';
-import { force, forcedToken, type Seq2SeqSettings } from './seq2seq-settings.ts';
+import { NO_BANS } from '../generation/token-bans.ts';
+import type { Seq2SeqSettings } from './seq2seq-settings.ts';
 
 /** Called with each row's step as it is taken (for streaming). */
 export type OnToken = (row: number, step: TokenStep) => void;
@@ -20,13 +22,15 @@ export async function greedySearch(
   settings: Seq2SeqSettings,
   decode: DecodeText,
   onToken?: OnToken,
+  encoderIds?: readonly (readonly number[])[],
 ): Promise<GenerationResult[]> {
   const start = settings.decoderStartTokenId;
   const shared = progressSettings(settings);
-  // Python's repetition penalty sees the decoder's input ids: the start token, then the output.
+  // Python's processors see the decoder's input ids: the start token, then the output; and, for
+  // encoder_no_repeat_ngram_size, each row's encoder input ids (none for pixels or audio).
   const progress = Array.from(
     { length: decoder.rows },
-    () => new GenerationProgress([start], shared),
+    (_, row) => new GenerationProgress([start], shared, { encoderIds: encoderIds?.[row] ?? [] }),
   );
   let active = progress.map((_, row) => row);
   let tokens = active.map(() => start);
@@ -38,8 +42,6 @@ export async function greedySearch(
       const row = active[i] as number;
       const rowProgress = progress[row] as GenerationProgress;
       const scores = logits[i] as Float32Array;
-      const forced = forcedToken(settings, rowProgress.generatedTokens);
-      if (forced !== undefined) force(scores, forced);
       const step = await rowProgress.accept(rowProgress.choose(scores), decode);
       onToken?.(row, step);
       if (!step.done) {
@@ -66,5 +68,8 @@ export function progressSettings(settings: Seq2SeqSettings): GenerationSettings 
     eosTokenIds: settings.eosTokenIds,
     responseFormat: undefined,
     format: undefined,
+    bans: settings.bans ?? NO_BANS,
+    forcedBosTokenId: settings.forcedBosTokenId,
+    forcedEosTokenId: settings.forcedEosTokenId,
   };
 }

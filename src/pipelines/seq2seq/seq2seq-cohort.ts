@@ -1,25 +1,28 @@
 // An encoder–decoder batch as the engine's cohort loop takes it: every row starts from the decoder
-// start token with the forced BOS/EOS of Python's processors, as greedy-search.ts runs it.
+// start token, its GenerationProgress applying Python's processors (forced BOS/EOS, bans, n-grams
+// over its encoder ids), as greedy-search.ts runs it.
 import { ConfigError } from '../../errors.ts';
 import { GenerationProgress } from '../generation/generation-progress.ts';
 import type { GenerationCohort } from '../generation/stepwise.ts';
 import type { DecoderStepper } from './decoder-stepper.ts';
 import { progressSettings } from './greedy-search.ts';
-import { forcedToken, type Seq2SeqSettings } from './seq2seq-settings.ts';
+import type { Seq2SeqSettings } from './seq2seq-settings.ts';
 
 export function seq2seqCohort(
   decoder: DecoderStepper,
   settings: Seq2SeqSettings,
   promptTokens: number[],
+  encoderIds?: readonly (readonly number[])[],
 ): GenerationCohort {
   const start = settings.decoderStartTokenId;
   const shared = progressSettings(settings);
   return {
     decoder,
-    progress: promptTokens.map(() => new GenerationProgress([start], shared)),
+    progress: promptTokens.map(
+      (_, row) => new GenerationProgress([start], shared, { encoderIds: encoderIds?.[row] ?? [] }),
+    ),
     firstTokens: promptTokens.map(() => start),
     promptTokens,
-    forcedToken: (generated) => forcedToken(settings, generated),
   };
 }
 

@@ -7,6 +7,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
+import {
+  GenerationConfigLayers,
+  readTokenBans,
+  refuseUnappliedKeys,
+} from '../generation/generation-config-keys.ts';
 import { generationOptionsSchema } from '../generation/generation-options.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Seq2SeqSettings } from './seq2seq-settings.ts';
@@ -20,6 +25,7 @@ export const seq2seqOptionsSchema = generationOptionsSchema
     topK: true,
     topP: true,
     repetitionPenalty: true,
+    noRepeatNgramSize: true,
     seed: true,
     stopSequences: true,
   })
@@ -101,13 +107,17 @@ export async function resolveSeq2SeqDefaults(
 ): Promise<Seq2SeqDefaults> {
   const raw = model.config.raw;
   const generation = await readGenerationConfig(model.folder);
-  const taskParams = taskSpecificParams(raw, pythonTask(task, options, model));
+  const python = pythonTask(task, options, model);
+  const config = join(model.folder, 'config.json');
+  const taskParams = taskSpecificParams(raw, python);
   // What the task's params, then generation_config.json, then config.json set.
-  const declared = (key: string): unknown => taskParams[key] ?? generation[key] ?? raw[key];
-  const number = (key: string): number | undefined => {
-    const value = declared(key);
-    return typeof value === 'number' ? value : undefined;
-  };
+  const layers = new GenerationConfigLayers([
+    { file: `${config} (task_specific_params.${python})`, values: taskParams },
+    { file: join(model.folder, 'generation_config.json'), values: generation },
+    { file: config, values: raw },
+  ]);
+  const declared = (key: string): unknown => layers.get(key);
+  const number = (key: string): number | undefined => layers.number(key);
   const maxLength = number('max_length');
   const minLength = number('min_length');
   const eos = declared('eos_token_id');
@@ -129,10 +139,11 @@ export async function resolveSeq2SeqDefaults(
   const doSample =
     options.doSample ??
     (asksForSampling || (declared('do_sample') as boolean | undefined) === true);
+  const forcedBosTokenId = number('forced_bos_token_id');
   const settings: Seq2SeqSettings = {
     decoderStartTokenId: start,
     eosTokenIds,
-    forcedBosTokenId: number('forced_bos_token_id'),
+    forcedBosTokenId,
     forcedEosTokenId: number('forced_eos_token_id'),
     // A max_length the model declares counts the decoder start token and wins over the
     // pipeline's max_new_tokens default, as in Python.
@@ -156,7 +167,15 @@ export async function resolveSeq2SeqDefaults(
     numBeams: options.numBeams ?? number('num_beams') ?? (doSample ? 1 : pipelineDefaults.numBeams),
     lengthPenalty: options.lengthPenalty ?? number('length_penalty') ?? 1,
     earlyStopping: options.earlyStopping ?? (early === true || early === 'never' ? early : false),
+    // Python's begin_index: the decoder's one start token, one more after a forced BOS.
+    bans: readTokenBans(layers, options, eosTokenIds, forcedBosTokenId === undefined ? 0 : 1, task),
+    renormalizeLogits: declared('renormalize_logits') === true,
   };
+  refuseUnappliedKeys(
+    layers,
+    { task, doSample: settings.sampling.doSample, numBeams: settings.numBeams },
+    false,
+  );
   if (settings.numBeams > 1 && settings.sampling.doSample)
     throw new ConfigError(
       'beam search with sampling (numBeams > 1 and doSample) is not supported; set numBeams: 1 to sample',

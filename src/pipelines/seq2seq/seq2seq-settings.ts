@@ -1,6 +1,9 @@
 // The settings one encoder–decoder generation runs with, resolved from the call, the pipeline's
 // options, generation_config.json (and config.json's task_specific_params) and Python's defaults.
 import type { SamplingSettings } from '../generation/sampling.ts';
+import type { TokenBans } from '../generation/token-bans.ts';
+
+export { force } from '../generation/token-bans.ts';
 
 export type EarlyStopping = boolean | 'never';
 
@@ -21,6 +24,10 @@ export interface Seq2SeqSettings {
   /** Beam scores are divided by length ** lengthPenalty; > 0 favours longer outputs. */
   lengthPenalty: number;
   earlyStopping: EarlyStopping;
+  /** Tokens ruled out at each step (no_repeat_ngram_size, bad_words_ids, suppress_tokens...). */
+  bans?: TokenBans | undefined;
+  /** Python's renormalize_logits: beam scores are log-softmaxed again after the processors. */
+  renormalizeLogits?: boolean | undefined;
 }
 
 /** Python's forced-token processors: every other token is ruled out (set to -Infinity). */
@@ -29,10 +36,4 @@ export function forcedToken(settings: Seq2SeqSettings, generated: number): numbe
   if (generated === settings.maxNewTokens - 1 && settings.forcedEosTokenId !== undefined)
     return settings.forcedEosTokenId;
   return undefined;
-}
-
-/** Leaves only `token` possible: -Infinity everywhere else, its own score 0 (as Python sets it). */
-export function force(scores: Float32Array | Float64Array, token: number): void {
-  scores.fill(-Infinity);
-  if (token < scores.length) scores[token] = 0;
 }

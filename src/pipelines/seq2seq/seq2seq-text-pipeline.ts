@@ -67,6 +67,10 @@ export class Seq2SeqTextPipeline
     return this.defaults;
   }
 
+  async ready(): Promise<void> {
+    await this.resolved();
+  }
+
   /** The encoder's token ids of each input, as Python's pipeline tokenizes them. */
   async encodeInputs(inputs: readonly string[]): Promise<TokenizedText[]> {
     const { prefix } = await this.resolved();
@@ -92,21 +96,27 @@ export class Seq2SeqTextPipeline
   /** Generated token ids of each input (EOS included when it ended on one). */
   async generateIds(inputs: readonly string[]): Promise<number[][]> {
     const { settings } = await this.resolved();
-    const decoder = await this.startDecoder(await this.encodeInputs(inputs));
-    if (settings.numBeams > 1) return beamSearch(decoder, settings);
-    const results = await greedySearch(decoder, settings, (ids) => this.decodeText(ids));
+    const encoded = await this.encodeInputs(inputs);
+    const encoderIds = encoded.map((e) => e.ids);
+    const decoder = await this.startDecoder(encoded);
+    if (settings.numBeams > 1) return beamSearch(decoder, settings, {}, encoderIds);
+    const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
+    const results = await greedySearch(decoder, settings, decode, undefined, encoderIds);
     return results.map((r) => r.tokenIds);
   }
 
   protected async runBatch(inputs: readonly string[]): Promise<Seq2SeqOutput[]> {
     inputs.forEach((input, i) => assertString(input, this.task, `inputs[${i}]`));
     const { settings } = await this.resolved();
-    const decoder = await this.startDecoder(await this.encodeInputs(inputs));
+    const encoded = await this.encodeInputs(inputs);
+    const encoderIds = encoded.map((e) => e.ids);
+    const decoder = await this.startDecoder(encoded);
     if (settings.numBeams > 1) {
-      const ids = await beamSearch(decoder, settings);
+      const ids = await beamSearch(decoder, settings, {}, encoderIds);
       return Promise.all(ids.map(async (row) => ({ [this.field]: await this.decodeText(row) })));
     }
-    const results = await greedySearch(decoder, settings, (ids) => this.decodeText(ids));
+    const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
+    const results = await greedySearch(decoder, settings, decode, undefined, encoderIds);
     return results.map((r) => ({ [this.field]: r.text }));
   }
 
@@ -116,6 +126,7 @@ export class Seq2SeqTextPipeline
   }
 
   async assertStepwise(): Promise<void> {
+    await this.ready();
     assertStepwiseSettings(this.task, (await this.resolved()).settings);
   }
 
@@ -130,7 +141,12 @@ export class Seq2SeqTextPipeline
   async startCohort(encoded: readonly TokenizedText[]): Promise<GenerationCohort> {
     const { settings } = await this.resolved();
     const lengths = encoded.map((e) => e.ids.length);
-    return seq2seqCohort(await this.startDecoder(encoded), settings, lengths);
+    const ids = encoded.map((e) => e.ids);
+    return seq2seqCohort(await this.startDecoder(encoded), settings, lengths, ids);
+  }
+
+  encoderIds(encoded: TokenizedText): readonly number[] {
+    return encoded.ids;
   }
 
   /** Runs the encoder over encoded inputs; the decoder is ready for its first step. */
