@@ -2,19 +2,22 @@
 //   1. one decode run: every decoding sequence's last token against the shared, left-padded
 //      batch cache (the model's presents from the previous step become the next past);
 //   2. one prefill run per planned prompt chunk, each against that sequence's own cache; a
-//      sequence's first chunk starts from the pipeline's prefix cache when its prompt begins
-//      with cached blocks, and every chunk's whole blocks go into that cache for later prompts.
+//      sequence starts from the pipeline's prefix cache when its prompt begins with cached
+//      blocks (looked up as its first chunk is planned, so the step's token budget pays only for
+//      what is not cached), and every chunk's whole blocks go into that cache for later prompts.
 // Decodes and prefills are separate runs because this export takes one [batch, seq] input_ids:
 // padding every decode row to a chunk's width costs several times the two runs (measured in
-// docs/generative.md). Sequences that finished leave, and sequences whose prompt is fully cached
-// join, in one re-assembly of the batch at the end of the step. It runs on a worker thread
-// (generation-worker.ts); tests drive `step()` directly to control who arrives when.
+// docs/generative.md). At the end of the step, sequences whose prompt is fully cached join in one
+// re-assembly of the decode groups; sequences that finished leave in place, without one. It runs
+// on a worker thread (generation-worker.ts); tests drive `step()` directly to control who arrives
+// when.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
 import { emptyKvState, runStep } from '../pipelines/generation/kv-cache.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { formGroups, type DecodeGroup } from './decode-groups.ts';
+import { assembleRows, dropRows, realSpan } from './kv-batch.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
 import { Sequence, type CancelReason } from './sequence.ts';
@@ -99,15 +102,14 @@ export class GenerationLoop implements StepLoop {
     this.reap(events, leaving);
     if (leaving.size > 0) this.regroup(leaving, []);
     leaving.clear();
-    const plan = this.scheduler.plan();
+    // A sequence is resumed from the prefix cache as its first chunk is planned, not at submit:
+    // a prompt that arrived with others sharing its prefix finds the blocks that the first of
+    // them prefilled in an earlier step.
+    const plan = this.scheduler.plan((seq) => this.resume(seq));
     const joining: Sequence[] = [];
     if (plan.decode.length > 0) await this.decode(events, leaving);
     for (const { seq, length } of plan.prefill) {
       try {
-        // Looked up at the first chunk, not at submit: a prompt that arrived with others sharing
-        // its prefix finds the blocks that the first of them prefilled in an earlier step (or
-        // earlier in this one). A hit only shortens the planned chunk.
-        if (seq.prefilled === 0) this.resume(seq);
         const ids = seq.promptIds.slice(seq.prefilled, seq.prefilled + length);
         const step = await runStep(
           this.pipeline.model.session,
@@ -223,8 +225,17 @@ export class GenerationLoop implements StepLoop {
     seq.kv = undefined;
   }
 
-  /** The one copy of the decode cache per step: leavers dropped, joiners in, groups re-cut. */
+  /**
+   * The decode groups after a step: leavers out, joiners in. Joiners cost one re-assembly of the
+   * decode cache (the groups are re-cut around them); a step where rows only leave compacts each
+   * group in place instead (`dropRows`: one row copied per leaver), which is most steps once
+   * prompts are in, since requests finish one by one.
+   */
   private regroup(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
+    if (joining.length === 0) {
+      this.groups = this.groups.flatMap((group) => this.shrink(group, leaving));
+      return;
+    }
     const members = this.groups.flatMap((group) =>
       group.rows.flatMap((seq, row) =>
         leaving.has(seq) ? [] : [{ seq, ref: { state: group.state, row } }],
@@ -238,5 +249,36 @@ export class GenerationLoop implements StepLoop {
       this.scheduler.limits.decodeRunCostTokens,
     );
     for (const seq of joining) seq.kv = undefined;
+  }
+
+  /**
+   * A group without its leavers. When its longest rows left, more than an eighth of its columns
+   * would be padding in every row from now on, which every later step would carry: it is
+   * re-assembled (trimmed) instead.
+   */
+  private shrink(
+    group: DecodeGroup<Sequence>,
+    leaving: ReadonlySet<Sequence>,
+  ): DecodeGroup<Sequence>[] {
+    const drop = new Set<number>();
+    group.rows.forEach((seq, r) => {
+      if (leaving.has(seq)) drop.add(r);
+    });
+    if (drop.size === 0) return [group];
+    if (drop.size === group.rows.length) return [];
+    const { layout } = this.pipeline;
+    const { state, from } = dropRows(layout, group.state, drop);
+    const rows = from.map((r) => group.rows[r] as Sequence);
+    const longest = from.reduce((max, _, r) => Math.max(max, realSpan(state, r)), 0);
+    if (longest * 8 >= state.pastLength * 7) return [{ rows, state }];
+    return [
+      {
+        rows,
+        state: assembleRows(
+          layout,
+          rows.map((_, row) => ({ state, row })),
+        ),
+      },
+    ];
   }
 }

@@ -1,6 +1,7 @@
 // Re-assembles the decode batch's KV cache when its membership changes. The batch is one
 // left-padded KvState whose tensors are the model's own presents from the last step; rows are
-// copied only when a sequence joins (its prefilled cache is spliced in) or leaves. Each row keeps
+// copied only when a sequence joins (its prefilled cache is spliced in; `assembleRows`) or leaves
+// (`dropRows`, which moves one row per leaver within the same storage). Each row keeps
 // only its real span: leading columns that are padding in every row are dropped, so the batch's
 // past length is the longest live row's, not the longest ever seen. docs/generative.md has the
 // measurement that chose this over concatenating per-sequence caches every step.
@@ -53,4 +54,53 @@ export function realSpan(state: KvState, row: number): number {
   const mask = state.attentionMask[row] ?? [];
   const first = mask.indexOf(1);
   return first < 0 ? 0 : state.pastLength - first;
+}
+
+/** A batch with some rows removed, and which of the old rows each new row is. */
+export interface DroppedRows {
+  state: KvState;
+  /** `from[r]` is the old index of new row r. */
+  from: number[];
+}
+
+/**
+ * The batch without the rows in `drop`, made in place: each removed row's slot below the new
+ * batch size takes one of the rows above it, and the tensors become views of their first rows.
+ * One row is copied per removed row (none when the removed rows were the last ones), where a
+ * re-assembly copies every row; the batch keeps its past length, so columns that only the
+ * removed rows used stay as padding until the next re-assembly. The state must own its tensors'
+ * storage (the model's presents or a re-assembly), as the decode groups' states do.
+ */
+export function dropRows(layout: KvLayout, state: KvState, drop: ReadonlySet<number>): DroppedRows {
+  const size = state.batch - drop.size;
+  const from = Array.from({ length: size }, (_, r) => r);
+  const holes = [...drop].filter((r) => r < size).sort((a, b) => a - b);
+  const movers: number[] = [];
+  for (let r = size; r < state.batch; r += 1) if (!drop.has(r)) movers.push(r);
+  holes.forEach((hole, i) => (from[hole] = movers[i] as number));
+  const { kvHeads: heads, headDim: dim } = layout;
+  const rowSize = heads * state.pastLength * dim;
+  const past = layout.pastNames.map((name, t) => {
+    const data = cacheBits(state.past[t], name);
+    holes.forEach((hole, i) => {
+      const mover = movers[i] as number;
+      data.copyWithin(hole * rowSize, mover * rowSize, (mover + 1) * rowSize);
+    });
+    return new Tensor(layout.dtype, data.subarray(0, size * rowSize), [
+      size,
+      heads,
+      state.pastLength,
+      dim,
+    ]);
+  });
+  return {
+    state: {
+      batch: size,
+      past,
+      pastLength: state.pastLength,
+      attentionMask: from.map((r) => state.attentionMask[r] ?? []),
+      realTokens: from.map((r) => state.realTokens[r] ?? 0),
+    },
+    from,
+  };
 }

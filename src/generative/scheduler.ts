@@ -63,6 +63,7 @@ export class Scheduler<S extends Schedulable> {
   private readonly prefilling: S[] = [];
   private readonly decoding: S[] = [];
   private reserved = 0;
+  private readonly started = new WeakSet<S>();
 
   constructor(limits: SchedulerLimits) {
     this.limits = limits;
@@ -93,13 +94,22 @@ export class Scheduler<S extends Schedulable> {
     this.waiting.push(seq);
   }
 
-  /** Admits what the limits allow, then plans the step: all decodes, then prompt chunks. */
-  plan(): StepPlan<S> {
+  /**
+   * Admits what the limits allow, then plans the step: all decodes, then prompt chunks. `start`
+   * runs once per sequence, just before its first chunk is sized: the engine resumes it from the
+   * prefix cache there, so the budget is spent on what it still has to prefill, not on the
+   * cached part of its prompt.
+   */
+  plan(start?: (seq: S) => void): StepPlan<S> {
     this.admit();
     let budget = this.limits.stepTokens - this.decoding.length;
     const prefill: PrefillChunk<S>[] = [];
     for (const seq of this.prefilling) {
       if (budget <= 0) break;
+      if (!this.started.has(seq)) {
+        this.started.add(seq);
+        start?.(seq);
+      }
       const length = Math.min(seq.promptLength - seq.prefilled, budget);
       prefill.push({ seq, from: seq.prefilled, length });
       budget -= length;

@@ -15,7 +15,10 @@ import {
 } from '../../src/errors.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import type { StreamEvent } from '../../src/generative/generation-stream.ts';
+import { Tensor } from 'onnxruntime-node';
 import { cutPoints } from '../../src/generative/decode-groups.ts';
+import { dropRows } from '../../src/generative/kv-batch.ts';
+import type { KvLayout, KvState } from '../../src/pipelines/generation/kv-cache.ts';
 import { compileSchedulerOptions, Scheduler } from '../../src/generative/scheduler.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'llama-causal-lm');
@@ -192,6 +195,30 @@ describe('Scheduler', () => {
     expect(third.prefill.map((p) => [p.seq, p.length])).toEqual([[c, 2]]);
   });
 
+  it('sizes a first chunk after its start hook (a prefix-cache hit shortens it)', () => {
+    const s = new Scheduler(
+      compileSchedulerOptions({ maxActive: 4, stepTokens: 10, maxKvTokens: 100 }),
+    );
+    const [a, b, c] = [seq(20), seq(20), seq(20)];
+    [a, b, c].forEach((x) => s.enqueue(x));
+    const started: unknown[] = [];
+    const hit = (x: { prefilled: number }): void => {
+      started.push(x);
+      x.prefilled = 16;
+    };
+    const first = s.plan(hit);
+    // Each has 4 tokens left after its hit: all three fit in a budget of 10 (a, b whole, c in
+    // part), and the hook ran once for each, before its chunk was sized.
+    expect(first.prefill.map((p) => [p.seq, p.from, p.length])).toEqual([
+      [a, 16, 4],
+      [b, 16, 4],
+      [c, 16, 2],
+    ]);
+    c.prefilled = 18;
+    s.plan(hit);
+    expect(started).toEqual([a, b, c]);
+  });
+
   it('a large request at the head is not overtaken by smaller ones (no starvation)', () => {
     const s = new Scheduler(
       compileSchedulerOptions({ maxActive: 4, stepTokens: 10, maxKvTokens: 20 }),
@@ -210,6 +237,69 @@ describe('Scheduler', () => {
     s.plan();
     expect(s.waitingCount).toBe(1);
     expect(s.reservedKvTokens).toBe(16);
+  });
+});
+
+describe('dropRows', () => {
+  const layout: KvLayout = {
+    pastNames: ['past_key_values.0.key', 'past_key_values.0.value'],
+    presentNames: ['present.0.key', 'present.0.value'],
+    kvHeads: 2,
+    headDim: 3,
+    dtype: 'float32',
+    logitsName: 'logits',
+    hasPositionIds: true,
+    hasUseCacheBranch: false,
+  };
+  // Five rows of 4 cached columns; every value says its tensor, row, head, column and dimension.
+  const value = (t: number, r: number, h: number, c: number, d: number): number =>
+    t * 10_000 + r * 1000 + h * 100 + c * 10 + d;
+  const rowValues = (t: number, r: number): number[] =>
+    [0, 1].flatMap((h) => [0, 1, 2, 3].flatMap((c) => [0, 1, 2].map((d) => value(t, r, h, c, d))));
+  const state = (): KvState => ({
+    batch: 5,
+    past: [0, 1].map(
+      (t) =>
+        new Tensor(
+          'float32',
+          Float32Array.from([0, 1, 2, 3, 4].flatMap((r) => rowValues(t, r))),
+          [5, 2, 4, 3],
+        ),
+    ),
+    pastLength: 4,
+    attentionMask: [0, 1, 2, 3, 4].map((r) => [r % 2, 1, 1, 1]),
+    realTokens: [10, 11, 12, 13, 14],
+  });
+
+  it('moves the last rows into the removed ones in place and keeps the rest where they are', () => {
+    const before = state();
+    const storage = before.past[0]?.data;
+    const { state: after, from } = dropRows(layout, before, new Set([1, 4, 2]));
+    expect(from).toEqual([0, 3]);
+    expect(after.batch).toBe(2);
+    expect(after.pastLength).toBe(4);
+    after.past.forEach((tensor, t) => {
+      expect(tensor.dims).toEqual([2, 2, 4, 3]);
+      expect(Array.from(tensor.data as Float32Array)).toEqual([
+        ...rowValues(t, 0),
+        ...rowValues(t, 3),
+      ]);
+    });
+    // A view of the same storage: nothing new was allocated.
+    expect((after.past[0]?.data as Float32Array).buffer).toBe((storage as Float32Array).buffer);
+    expect(after.attentionMask).toEqual([
+      [0, 1, 1, 1],
+      [1, 1, 1, 1],
+    ]);
+    expect(after.realTokens).toEqual([10, 13]);
+  });
+
+  it('drops trailing rows without copying any', () => {
+    const { state: after, from } = dropRows(layout, state(), new Set([3, 4]));
+    expect(from).toEqual([0, 1, 2]);
+    expect(Array.from(after.past[1]?.data as Float32Array)).toEqual(
+      [0, 1, 2].flatMap((r) => rowValues(1, r)),
+    );
   });
 });
 

@@ -338,6 +338,37 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
       expect(stats?.tokensSaved).toBeGreaterThan(4 * 32);
     });
 
+  it('cache hits take only their uncached tokens from a step, so several prefill in one', async () => {
+    const gen = cached();
+    const prompts = [RECORDS[0], RECORDS[1], RECORDS[3]].map((r) => TEMPLATE + r);
+    const ids = await Promise.all(
+      prompts.map((text) => gen.promptIds({ kind: 'text', text }, undefined)),
+    );
+    const template = (await gen.promptIds({ kind: 'text', text: TEMPLATE }, undefined)).length;
+    const shared = Math.floor(template / 4) * 4;
+    // Room for the three prompts' uncached tails, not for one whole prompt: planned before the
+    // lookup, the first would have taken all of it.
+    const budget = ids.reduce((n, p) => n + p.length - shared, 0);
+    expect(budget).toBeLessThan(Math.min(...ids.map((p) => p.length)));
+    const loop = new GenerationLoop(
+      gen,
+      compileSchedulerOptions({ maxActive: 4, stepTokens: budget, maxKvTokens: 400 }),
+    );
+    await loop.submit({ id: 9, input: TEMPLATE + RECORDS[2], options: GREEDY });
+    while (!loop.idle) await loop.step();
+    for (const [id, input] of prompts.entries()) await loop.submit({ id, input, options: GREEDY });
+    const first = await loop.step();
+    expect(first.filter((e) => e.kind === 'token').map((e) => e.id)).toEqual([0, 1, 2]);
+    const results = new Map<number, number[]>();
+    for (let step = 0; !loop.idle; step += 1) {
+      for (const event of await loop.step())
+        if (event.kind === 'done') results.set(event.id, event.result.tokenIds);
+      if (step > 100) throw new Error('the loop did not finish');
+    }
+    for (const [id, prompt] of prompts.entries())
+      expect(results.get(id), prompt).toEqual(await without(prompt));
+  });
+
   it('through the engine’s generation thread, with its counters in stats()', async () => {
     const engine = await GenerativeEngine.start({
       model: { path: MODEL },
