@@ -53,7 +53,7 @@ export const kafkaClients = ['platformatic', 'kafkajs'] as const;
 export const kafkaConnectionSchema = z
   .object({
     brokers: z.array(name).min(1),
-    /** Unset: the delivery mode's default (kafkaClientFor in connectors/kafka/driver-for.ts). */
+    /** Unset: platformatic (kafkaClientFor in connectors/kafka/driver-for.ts). */
     client: z.enum(kafkaClients).optional(),
     clientId: z.string().default('hugot-stream'),
     /** Present (even `{}`): connect with TLS. */

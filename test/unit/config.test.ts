@@ -97,7 +97,7 @@ describe('config', () => {
     fencesByGeneration: true,
   };
 
-  it('connections.kafka.client: platformatic or kafkajs; unset, chosen by the delivery mode', () => {
+  it('connections.kafka.client: platformatic or kafkajs; unset, platformatic in both modes', () => {
     const kafka = (client?: string): string =>
       `${valid}connections: { kafka: { brokers: [b:9092]${client === undefined ? '' : `, client: ${client}`} } }\n`;
     const unset = parseConfigText(kafka());
@@ -107,12 +107,10 @@ describe('config', () => {
       ...unset,
       delivery: { ...unset.delivery, mode: 'exactly-once' as const },
     };
-    expect(kafkaClientFor(exactlyOnce)).toBe('kafkajs');
-    const chosen = parseConfigText(kafka('platformatic'));
-    expect(kafkaClientFor({ ...chosen, delivery: exactlyOnce.delivery })).toBe('platformatic');
-    expect(fallbacksOf('exactly-once', platformaticFeatures, 'platformatic').join()).toMatch(
-      /leave client unset to use kafkajs/,
-    );
+    expect(kafkaClientFor(exactlyOnce)).toBe('platformatic');
+    const chosen = parseConfigText(kafka('kafkajs'));
+    expect(kafkaClientFor({ ...chosen, delivery: exactlyOnce.delivery })).toBe('kafkajs');
+    expect(fallbacksOf('exactly-once', platformaticFeatures)).toEqual([]);
     expect(parseConfigText(kafka('platformatic')).connections.kafka?.client).toBe('platformatic');
     expect(fails(kafka('rdkafka'))).toMatch(
       /connections\.kafka\.client: 'rdkafka' is not allowed; expected one of platformatic, kafkajs/,

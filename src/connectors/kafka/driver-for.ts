@@ -41,7 +41,7 @@ export function kafkaDriverFor(
     client === 'platformatic'
       ? new PlatformaticDriver(common)
       : new KafkajsDriver({ ...common, authenticationTimeoutMs: kafka.authenticationTimeoutMs });
-  for (const note of fallbacksOf(config.delivery.mode, driver.features, kafka.client))
+  for (const note of fallbacksOf(config.delivery.mode, driver.features))
     logger.warn({ client: driver.features.client, mode: config.delivery.mode }, note);
   drivers.set(config, driver);
   return driver;
@@ -49,31 +49,22 @@ export function kafkaDriverFor(
 
 /**
  * The client a worker uses: the one the config names, else @platformatic/kafka (maintained, keeps
- * the lanes of partitions a rebalance leaves in place) for at-least-once and kafkajs for
- * exactly-once. In ten consecutive kill -9 runs of the exactly-once delivery test, kafkajs had no
- * duplicate in any and the platformatic driver re-delivered 500 records in one. The race behind
- * it (a partition given back to its member mid-transaction) is fixed in assigned-lanes.ts, but
- * exactly-once stays on the client that held until ten runs in a row confirm the fix
+ * the lanes of partitions a rebalance leaves in place, stable offsets and generation-fenced
+ * transactional offsets) in both delivery modes. Exactly-once was on kafkajs until the race behind
+ * one re-delivered transaction (a partition given back to its member mid-transaction) was fixed in
+ * assigned-lanes.ts and ten exactly-once kill -9 runs in a row had 0 duplicates
  * (docs/sources-and-sinks.md#which-client).
  */
 export function kafkaClientFor(config: WorkerConfig): KafkaClient {
-  return (
-    config.connections.kafka?.client ??
-    (config.delivery.mode === 'exactly-once' ? 'kafkajs' : 'platformatic')
-  );
+  return config.connections.kafka?.client ?? 'platformatic';
 }
 
 /** What the delivery mode would use and this client lacks, with the fallback in use. */
 export function fallbacksOf(
   mode: WorkerConfig['delivery']['mode'],
   features: DriverFeatures,
-  chosen?: KafkaClient,
 ): string[] {
   const notes: string[] = [];
-  if (mode === 'exactly-once' && chosen === 'platformatic')
-    notes.push(
-      'exactly-once with connections.kafka.client platformatic: one of ten kill -9 test runs re-delivered 500 records; the race behind it is fixed but the fix is not yet confirmed by ten runs in a row (docs/sources-and-sinks.md#which-client); leave client unset to use kafkajs for exactly-once',
-    );
   const other = features.client === 'kafkajs' ? 'platformatic' : 'kafkajs';
   if (!features.keepsPartitions)
     notes.push(
