@@ -4,6 +4,7 @@
 // AudioSet statistics. Output: `[max_length][num_mel_bins]`, the model's input_values per clip.
 import { ModelFolderError } from '../../errors.ts';
 import { kaldiFbank, type KaldiFbankOptions } from './kaldi-fbank.ts';
+import { preprocessorFields } from './preprocessor-fields.ts';
 
 export interface AstFeatures {
   kind: 'ast';
@@ -17,24 +18,7 @@ export interface AstFeatures {
 }
 
 export function compileAstFeatures(raw: Record<string, unknown>, folder: string): AstFeatures {
-  const int = (field: string, fallback: number): number => {
-    const value = raw[field] ?? fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0)
-      throw new ModelFolderError(
-        `${folder}/preprocessor_config.json: ${field} must be a positive integer, got ${JSON.stringify(value)}`,
-        { field },
-      );
-    return value;
-  };
-  const real = (field: string, fallback: number): number => {
-    const value = raw[field] ?? fallback;
-    if (typeof value !== 'number' || !Number.isFinite(value))
-      throw new ModelFolderError(
-        `${folder}/preprocessor_config.json: ${field} must be a number, got ${JSON.stringify(value)}`,
-        { field },
-      );
-    return value;
-  };
+  const { int, real } = preprocessorFields(raw, folder);
   const features: AstFeatures = {
     kind: 'ast',
     samplingRate: int('sampling_rate', 16_000),

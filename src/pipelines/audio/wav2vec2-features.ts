@@ -2,6 +2,7 @@
 // model's input, optionally normalised to zero mean and unit variance per clip,
 // (x - mean) / sqrt(var + 1e-7), as Python's zero_mean_unit_var_norm does for an unpadded clip.
 import { ModelFolderError } from '../../errors.ts';
+import { preprocessorFields } from './preprocessor-fields.ts';
 
 export interface Wav2Vec2Features {
   kind: 'wav2vec2';
@@ -14,12 +15,7 @@ export function compileWav2Vec2Features(
   raw: Record<string, unknown>,
   folder: string,
 ): Wav2Vec2Features {
-  const rate = raw['sampling_rate'] ?? 16_000;
-  if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0)
-    throw new ModelFolderError(
-      `${folder}/preprocessor_config.json: sampling_rate must be a positive integer, got ${JSON.stringify(rate)}`,
-      { field: 'sampling_rate' },
-    );
+  const rate = preprocessorFields(raw, folder).int('sampling_rate', 16_000);
   if ((raw['feature_size'] ?? 1) !== 1)
     throw new ModelFolderError(
       `${folder}/preprocessor_config.json: feature_size must be 1 for a waveform model`,

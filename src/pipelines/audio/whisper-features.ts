@@ -6,6 +6,7 @@
 import { ModelFolderError } from '../../errors.ts';
 import { Fft } from './fft.ts';
 import { melFilterBank } from './mel-filters.ts';
+import { preprocessorFields } from './preprocessor-fields.ts';
 
 export interface WhisperFeatures {
   kind: 'whisper';
@@ -22,15 +23,7 @@ export function compileWhisperFeatures(
   raw: Record<string, unknown>,
   folder: string,
 ): WhisperFeatures {
-  const int = (field: string, fallback: number): number => {
-    const value = raw[field] ?? fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0)
-      throw new ModelFolderError(
-        `${folder}/preprocessor_config.json: ${field} must be a positive integer, got ${JSON.stringify(value)}`,
-        { field },
-      );
-    return value;
-  };
+  const { int } = preprocessorFields(raw, folder);
   if (typeof raw['dither'] === 'number' && raw['dither'] !== 0)
     throw new ModelFolderError(
       `${folder}/preprocessor_config.json: dither ${raw['dither']} adds random noise; set it to 0 for reproducible features`,
