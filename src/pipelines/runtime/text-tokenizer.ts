@@ -191,7 +191,8 @@ export class TextTokenizer {
       options,
     );
     const short = encoded.flatMap((e, i) =>
-      prefixes[i] !== undefined && e.overflowing.length === 0 ? [i] : [],
+      // Fewer ids than the cap: nothing was cut, no need to ask the encoding for its windows.
+      prefixes[i] !== undefined && (e.ids.length < cap || e.overflowing.length === 0) ? [i] : [],
     );
     if (short.length > 0) {
       const whole = await this.encodeWhole(
@@ -319,16 +320,53 @@ const STRATEGIES = {
   only_second: 'OnlySecond' as RustTruncationStrategy,
 } satisfies Record<TruncationStrategy, RustTruncationStrategy>;
 
+/**
+ * Ids, types and mask are read at once: every caller builds tensors from them. The rest (offsets,
+ * word and sequence ids, the special-tokens mask, overflowing windows) is read from the Rust
+ * encoding only when asked for: each is a trip through N-API building one JS value per token, and
+ * most tasks (embeddings, classification) never look at them (issue 15's per-record overhead).
+ * They are own enumerable accessors, so spreading, JSON and deep equality still see every field.
+ */
 function toTokenized(encoding: Encoding): TokenizedText {
+  let specialTokensMask: number[] | undefined;
+  let offsets: [number, number][] | undefined;
+  let wordIds: (number | null)[] | undefined;
+  let sequenceIds: (number | null)[] | undefined;
+  let overflowing: TokenizedText[] | undefined;
   return {
     ids: encoding.getIds(),
     typeIds: encoding.getTypeIds(),
     attentionMask: encoding.getAttentionMask(),
-    specialTokensMask: encoding.getSpecialTokensMask(),
-    offsets: encoding.getOffsets().map((o) => [o[0] ?? 0, o[1] ?? 0]),
-    wordIds: encoding.getWordIds().map((w) => w ?? null),
-    sequenceIds: encoding.getSequenceIds().map((s) => s ?? null),
-    overflowing: encoding.getOverflowing().map(toTokenized),
+    get specialTokensMask() {
+      return (specialTokensMask ??= encoding.getSpecialTokensMask());
+    },
+    set specialTokensMask(value) {
+      specialTokensMask = value;
+    },
+    get offsets() {
+      return (offsets ??= encoding.getOffsets().map((o) => [o[0] ?? 0, o[1] ?? 0]));
+    },
+    set offsets(value) {
+      offsets = value;
+    },
+    get wordIds() {
+      return (wordIds ??= encoding.getWordIds().map((w) => w ?? null));
+    },
+    set wordIds(value) {
+      wordIds = value;
+    },
+    get sequenceIds() {
+      return (sequenceIds ??= encoding.getSequenceIds().map((s) => s ?? null));
+    },
+    set sequenceIds(value) {
+      sequenceIds = value;
+    },
+    get overflowing() {
+      return (overflowing ??= encoding.getOverflowing().map(toTokenized));
+    },
+    set overflowing(value) {
+      overflowing = value;
+    },
   };
 }
 
