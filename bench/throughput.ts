@@ -11,17 +11,28 @@
 // --cls-latency N (64), --calibration N / --cls-calibration N (raw search sample rows: 256 / 48),
 // --tjs-calibration N / --cls-tjs-calibration N (transformers.js search texts: 128 / 48),
 // --search-seconds N (each search's trial budget, default 180; the finalists' re-runs come on top),
-// --only embedding|classification, --models fixtures (the tiny test models: a smoke run of the
-// machinery, not a measurement).
+// --only embedding|classification|int8, --models fixtures (the tiny test models: a smoke run of the
+// machinery, not a measurement), --repeat N (after the first run, raw in its searched layout and
+// ours are timed N - 1 more times, taking turns; the JSON line gets each run's ratio and the
+// spread), --no-int8 (skip the int8 MiniLM pass: raw's search and N turns of raw and ours).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { CLASSIFICATION, EMBEDDING, onModel } from './lib/contenders.ts';
+import {
+  CLASSIFICATION,
+  EMBEDDING,
+  INT8_EMBEDDING,
+  onModel,
+  type TaskSpec,
+} from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { round } from './lib/stats.ts';
+import { repeatVsRaw, spread, vsRawOnly, type RepeatRun } from './lib/repeat-vs-raw.ts';
+import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { benchOnDevice, type DeviceReport } from './lib/device-bench.ts';
 import { benchTask, type TaskReport } from './lib/task-bench.ts';
+import { describeConfig } from './lib/raw-pool.ts';
 
 const { values } = parseArgs({
   allowNegative: true,
@@ -35,6 +46,10 @@ const { values } = parseArgs({
     'tjs-calibration': { type: 'string', default: '128' },
     'cls-tjs-calibration': { type: 'string', default: '48' },
     'search-seconds': { type: 'string', default: '180' },
+    /** Runs of raw vs ours: the first is the whole comparison, the rest raw and ours in turns. */
+    repeat: { type: 'string', default: '1' },
+    /** The int8 MiniLM pass (raw's search, then raw and ours `repeat` times). */
+    int8: { type: 'boolean', default: true },
     models: { type: 'string' },
     /** One task alone, for a quicker look: embedding or classification. */
     only: { type: 'string' },
@@ -60,8 +75,11 @@ const embeddingCount = Number(values.texts);
 const classificationCount = Number(values['cls-texts']);
 // Warm-up and latency texts come from a shifted stride, so they differ from the timed ones.
 const only = values.only;
-if (only !== undefined && only !== 'embedding' && only !== 'classification')
-  throw new Error(`--only must be 'embedding' or 'classification', not '${only}'`);
+if (only !== undefined && only !== 'embedding' && only !== 'classification' && only !== 'int8')
+  throw new Error(`--only must be 'embedding', 'classification' or 'int8', not '${only}'`);
+const repeat = Number(values.repeat);
+if (!Number.isInteger(repeat) || repeat < 1)
+  throw new Error(`--repeat takes a whole number of runs, 1 or more, not '${values.repeat}'`);
 if (values.models !== undefined && values.models !== 'fixtures')
   throw new Error(`--models takes only 'fixtures', not '${values.models}'`);
 const fixtures = values.models === 'fixtures';
@@ -71,6 +89,9 @@ const embeddingSpec = fixtures
 const classificationSpec = fixtures
   ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
   : CLASSIFICATION;
+const int8Spec = fixtures
+  ? onModel(INT8_EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
+  : INT8_EMBEDDING;
 if (values.device !== undefined) {
   // `--device cpu` walks the GPU run's flow on the CPU provider: a smoke run, not a measurement.
   const match = /^cuda:(\d+)$|^cpu$/.exec(values.device);
@@ -79,12 +100,40 @@ if (values.device !== undefined) {
   process.exit(0);
 }
 
+const embeddingTexts = loadTexts(embeddingCount);
+const classificationTexts = loadTexts(classificationCount);
+const spareTexts = loadTexts(400, 7);
+
+/** The texts' ids as every contender runs them (truncated at the task's length). */
+async function idsOf(spec: TaskSpec, texts: string[]): Promise<number[][]> {
+  const tokenizer = await TextTokenizer.load(spec.modelFolder);
+  const encoded = await tokenizer.encode(texts, { maxLength: spec.maxLength });
+  return encoded.map((e) => e.ids);
+}
+
+/** Run 1 from the whole comparison, then `repeat - 1` turns of raw and ours alone. */
+async function moreRuns(spec: TaskSpec, texts: string[], report: TaskReport): Promise<RepeatRun[]> {
+  const first: RepeatRun = { raw: report.rps.raw, ours: report.rps.ours };
+  if (repeat === 1) return [first];
+  const rest = await repeatVsRaw({
+    spec,
+    texts,
+    rows: await idsOf(spec, texts),
+    spare: spareTexts,
+    raw: report.raw,
+    runs: repeat - 1,
+    firstRun: 2,
+    log,
+  });
+  return [first, ...rest];
+}
+
 const embedding =
-  only === 'classification'
+  only === 'classification' || only === 'int8'
     ? undefined
     : await benchTask(embeddingSpec, {
-        texts: loadTexts(embeddingCount),
-        spare: loadTexts(400, 7),
+        texts: embeddingTexts,
+        spare: spareTexts,
         latencyRecords: Number(values.latency),
         cores,
         calibration: Number(values.calibration),
@@ -95,11 +144,11 @@ const embedding =
       });
 // Classification searches its own layouts: a bigger model does not share the embedding's best.
 const classification =
-  only === 'embedding'
+  only === 'embedding' || only === 'int8'
     ? undefined
     : await benchTask(classificationSpec, {
-        texts: loadTexts(classificationCount),
-        spare: loadTexts(400, 7),
+        texts: classificationTexts,
+        spare: spareTexts,
         latencyRecords: Number(values['cls-latency']),
         cores,
         calibration: Number(values['cls-calibration']),
@@ -109,15 +158,46 @@ const classification =
         log,
       });
 
-function summary(report: TaskReport): Record<string, unknown> {
+const embeddingRuns =
+  embedding === undefined ? undefined : await moreRuns(embeddingSpec, embeddingTexts, embedding);
+const classificationRuns =
+  classification === undefined
+    ? undefined
+    : await moreRuns(classificationSpec, classificationTexts, classification);
+// int8 MiniLM against raw alone: same texts and truncation as the fp32 embedding task.
+const int8 =
+  (only === undefined && values.int8) || only === 'int8'
+    ? await vsRawOnly({
+        spec: int8Spec,
+        texts: embeddingTexts,
+        spare: spareTexts,
+        rows: await idsOf(int8Spec, embeddingTexts),
+        cores,
+        calibration: Number(values.calibration),
+        searchSeconds: Number(values['search-seconds']),
+        runs: repeat,
+        log,
+      })
+    : undefined;
+
+/** With several runs, vs_raw is their median; `vs_raw_spread` has each run's and min/max. */
+function spreadFields(runs: RepeatRun[] | undefined): Record<string, unknown> {
+  return runs === undefined || runs.length < 2 ? {} : { vs_raw_spread: spread(runs) };
+}
+
+function summary(report: TaskReport, runs: RepeatRun[] | undefined): Record<string, unknown> {
   return {
     ratios: {
-      vs_raw: round(report.rps.ours / report.rps.raw),
+      vs_raw:
+        runs !== undefined && runs.length > 1
+          ? spread(runs).median
+          : round(report.rps.ours / report.rps.raw),
       vs_transformers_js: round(report.rps.ours / report.rps.transformers_js),
       vs_fifo_sorted: round(report.rps.ours / report.rps.fifo_sorted),
       vs_budget_unsorted: round(report.rps.ours / report.rps.budget_unsorted),
       vs_fifo: round(report.rps.ours / report.rps.fifo),
     },
+    ...spreadFields(runs),
     raw: report.raw.label,
     transformers_js: report.transformersJs.label,
     ...(report.rawWithOurLayout === undefined
@@ -146,6 +226,8 @@ writeFileSync(
       seconds: (performance.now() - started) / 1000,
       embedding,
       classification,
+      runs: { embedding: embeddingRuns, classification: classificationRuns, int8: int8?.runs },
+      int8: int8 === undefined ? undefined : { raw: int8.raw, searchSeconds: int8.searchSeconds },
     },
     null,
     2,
@@ -156,8 +238,19 @@ process.stdout.write(
   `${JSON.stringify({
     bench: 'throughput',
     ...(fixtures ? { models: 'fixtures (smoke run, not a measurement)' } : {}),
-    ...(embedding === undefined ? {} : summary(embedding)),
-    ...(classification === undefined ? {} : { classification: summary(classification) }),
+    ...(embedding === undefined ? {} : summary(embedding, embeddingRuns)),
+    ...(classification === undefined
+      ? {}
+      : { classification: summary(classification, classificationRuns) }),
+    ...(int8 === undefined
+      ? {}
+      : {
+          int8: {
+            ratios: { vs_raw: spread(int8.runs).median },
+            ...spreadFields(int8.runs),
+            raw: describeConfig(int8.raw),
+          },
+        }),
   })}\n`,
 );
 

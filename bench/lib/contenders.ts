@@ -20,7 +20,7 @@ export interface TjsRunner {
 }
 
 export interface TaskSpec {
-  name: 'embedding' | 'classification';
+  name: 'embedding' | 'classification' | 'int8';
   modelFolder: string;
   /** Truncation length every contender applies. */
   maxLength: number;
@@ -92,6 +92,16 @@ export const EMBEDDING: TaskSpec = {
       close: () => embedder.close(),
     };
   },
+};
+
+/**
+ * The int8 MiniLM the repository ships, embedded as the fp32 one is; compared with raw alone
+ * (bench/lib/repeat-vs-raw.ts): issue 15's floor holds for it too.
+ */
+export const INT8_EMBEDDING: TaskSpec = {
+  ...EMBEDDING,
+  name: 'int8',
+  modelFolder: 'models/all-MiniLM-L6-v2-int8',
 };
 
 export const CLASSIFICATION: TaskSpec = {

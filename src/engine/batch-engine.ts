@@ -15,7 +15,7 @@ import type { PipelineDefinition } from '../shards/protocol.ts';
 import { Shard } from '../shards/shard.ts';
 import { compileShard, type ShardOption } from '../shards/shard-spec.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
-import { inputCost, type CostContext } from './input-cost.ts';
+import { inputCost, type CostContext, type InputCost } from './input-cost.ts';
 
 export interface BatchEnginePipeline extends PipelineDefinition {
   /** Overrides the engine-wide batching options for this pipeline. */
@@ -164,28 +164,45 @@ export class BatchEngine {
   ): Promise<Output> {
     if (this.closed) throw new ClosedError('the engine is closed');
     const queue = this.queue(alias);
-    const measuring = inputCost(input, this.costs.get(alias) as CostContext);
-    this.admitting.add(measuring);
-    const cost = await measuring.finally(() => this.admitting.delete(measuring));
-    if (this.aborted) throw new ClosedError('the engine was aborted');
+    // A submission counts as admitting until its input is in the queue, not merely priced: a
+    // price known at once ('characters') settles a few microtasks before the push, and a drain
+    // that flushed in between would find the queue empty, stop the threads, and strand the input.
+    const admitted = Promise.withResolvers<void>();
+    this.admitting.add(admitted.promise);
+    const settle = (): void => {
+      this.admitting.delete(admitted.promise);
+      admitted.resolve();
+    };
+    let cost: InputCost;
+    try {
+      cost = await inputCost(input, this.costs.get(alias) as CostContext);
+      if (this.aborted) throw new ClosedError('the engine was aborted');
+    } catch (err) {
+      settle();
+      throw err;
+    }
     const submitted = performance.now();
     return new Promise<Output>((resolve, reject) => {
-      queue.push(
-        {
-          input,
-          resolve: resolve as (o: unknown) => void,
-          reject,
-          ...(options.trace !== undefined ? { trace: options.trace } : {}),
-        },
-        cost.tokens,
-        submitted,
-        {
-          rows: cost.rows,
-          ...(options.priority !== undefined ? { priority: options.priority } : {}),
-          ...(options.timeoutMs !== undefined ? { deadline: submitted + options.timeoutMs } : {}),
-          ...(options.signal !== undefined ? { signal: options.signal } : {}),
-        },
-      );
+      try {
+        queue.push(
+          {
+            input,
+            resolve: resolve as (o: unknown) => void,
+            reject,
+            ...(options.trace !== undefined ? { trace: options.trace } : {}),
+          },
+          cost.tokens,
+          submitted,
+          {
+            rows: cost.rows,
+            ...(options.priority !== undefined ? { priority: options.priority } : {}),
+            ...(options.timeoutMs !== undefined ? { deadline: submitted + options.timeoutMs } : {}),
+            ...(options.signal !== undefined ? { signal: options.signal } : {}),
+          },
+        );
+      } finally {
+        settle();
+      }
       this.dispatcher.pump();
     });
   }

@@ -125,4 +125,21 @@ describe('engine: submit over batcher and worker threads', () => {
     expect((await Promise.all(pending)).every((v) => v.length === 32)).toBe(true);
     await expect(own.submit('embed', 'after close')).rejects.toThrow(/closed/);
   });
+
+  it('drains inputs whose price is known at once, submitted right before close', async () => {
+    // 'characters' pricing settles within microtasks of submit; a drain must still wait until
+    // each input is queued, or it stops the threads with the inputs stranded in the queue.
+    for (const pricing of ['characters', 'tokens'] as const) {
+      const own = await BatchEngine.start({
+        models,
+        pipelines,
+        shards: [{ device: 'cpu', threads: 1 }],
+        batching: { pricing },
+      });
+      const pending = texts.slice(0, 10).map((t) => own.submit<Float32Array>('embed', t));
+      await own.close('drain');
+      const outputs = await Promise.all(pending);
+      expect(outputs.map((v) => v.length)).toEqual(Array(10).fill(32));
+    }
+  });
 });

@@ -87,11 +87,11 @@ describe('cuda shards', () => {
 });
 
 describe('batcher defaults by device', () => {
-  it('cuts narrow batches priced by tokens on CPU and wide ones priced by characters on GPU', () => {
+  it('cuts narrow batches on CPU and wide ones on GPU, both priced by characters', () => {
     expect(compileBatcherOptions({}, 'b', 'cpu')).toMatchObject({
       maxBatchSize: 32,
-      maxBatchTokens: 512,
-      pricing: 'tokens',
+      maxBatchTokens: 256,
+      pricing: 'characters',
     });
     expect(compileBatcherOptions({}, 'b', 'gpu')).toMatchObject({
       maxBatchSize: 256,
@@ -107,7 +107,7 @@ describe('batcher defaults by device', () => {
           {
             maxBatchSize: 7,
             maxBatchTokens: 999,
-            pricing: device === 'gpu' ? 'tokens' : 'characters',
+            pricing: 'tokens',
           },
           'b',
           device,
@@ -115,7 +115,7 @@ describe('batcher defaults by device', () => {
       ).toMatchObject({
         maxBatchSize: 7,
         maxBatchTokens: 999,
-        pricing: device === 'gpu' ? 'tokens' : 'characters',
+        pricing: 'tokens',
       });
     }
   });

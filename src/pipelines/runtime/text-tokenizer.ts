@@ -9,7 +9,14 @@ import {
   type TruncationStrategy as RustTruncationStrategy,
 } from 'tokenizers';
 import { InputError, ModelFolderError } from '../../errors.ts';
-import { PREFIX_CHARACTERS_PER_TOKEN, wordPrefix } from './word-prefix.ts';
+import { wordPrefix } from './word-prefix.ts';
+
+/**
+ * Characters a token the inference thread's first prefix is given: spam-assassin's English
+ * e-mails average about 4.5 (all-MiniLM-L6-v2), and at 5 only 43 of 2,000 fall short and need
+ * the next rung. Pricing keeps its own, longer prefix (word-prefix.ts): it reads one prefix only.
+ */
+const PREFIX_FIRST_RUNG = 5;
 
 export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
@@ -177,31 +184,39 @@ export class TextTokenizer {
   /**
    * Long texts are encoded from a word-aligned prefix (word-prefix.ts). Only a prefix that
    * truncation cut (it overflowed) is kept: the token at the cut, which a run of spaces can make
-   * differ from the whole text's, is then among the dropped ones. Any other is encoded again
-   * whole, so the result always equals the whole text's.
+   * differ from the whole text's, is then among the dropped ones. A prefix that fell short is
+   * tried again twice as long, and a text no longer than the next prefix is encoded whole, so
+   * the result always equals the whole text's. The first prefix is short (PREFIX_FIRST_RUNG
+   * characters a token) because most of an encode's cost is the characters it reads, and a
+   * miss costs only a prefix twice as long, never the whole of a long text.
    */
   private async encodePrefixes(
     texts: readonly string[],
     cap: number,
     options: EncodeOptions,
   ): Promise<TokenizedText[]> {
-    const prefixes = texts.map((text) => wordPrefix(text, cap * PREFIX_CHARACTERS_PER_TOKEN));
-    const encoded = await this.encodeWhole(
-      texts.map((text, i) => prefixes[i] ?? text),
-      options,
-    );
-    const short = encoded.flatMap((e, i) =>
-      prefixes[i] !== undefined && e.overflowing.length === 0 ? [i] : [],
-    );
-    if (short.length > 0) {
-      const whole = await this.encodeWhole(
-        short.map((i) => texts[i] as string),
+    const encoded: TokenizedText[] = new Array<TokenizedText>(texts.length);
+    let pending = texts.map((_, i) => i);
+    for (let perToken = PREFIX_FIRST_RUNG; pending.length > 0; perToken *= 2) {
+      const prefixes = pending.map((i) => wordPrefix(texts[i] as string, cap * perToken));
+      const round = await this.encodeWhole(
+        pending.map((i, k) => prefixes[k] ?? (texts[i] as string)),
         options,
       );
-      short.forEach((i, k) => (encoded[i] = whole[k]!));
+      const short: number[] = [];
+      round.forEach((e, k) => {
+        const i = pending[k] as number;
+        if (prefixes[k] === undefined) encoded[i] = e;
+        // Fewer ids than the cap: nothing was cut, no need to ask the encoding for its windows.
+        else if (e.ids.length < cap || e.overflowing.length === 0) short.push(i);
+        else {
+          // The prefix's overflow is not the text's; no caller here asked for it (no stride).
+          e.overflowing = [];
+          encoded[i] = e;
+        }
+      });
+      pending = short;
     }
-    // The prefix's overflow is not the text's; no caller here asked for it (no stride).
-    for (const [i, e] of encoded.entries()) if (prefixes[i] !== undefined) e.overflowing = [];
     return encoded;
   }
 
@@ -319,16 +334,53 @@ const STRATEGIES = {
   only_second: 'OnlySecond' as RustTruncationStrategy,
 } satisfies Record<TruncationStrategy, RustTruncationStrategy>;
 
+/**
+ * Ids, types and mask are read at once: every caller builds tensors from them. The rest (offsets,
+ * word and sequence ids, the special-tokens mask, overflowing windows) is read from the Rust
+ * encoding only when asked for: each is a trip through N-API building one JS value per token, and
+ * most tasks (embeddings, classification) never look at them (issue 15's per-record overhead).
+ * They are own enumerable accessors, so spreading, JSON and deep equality still see every field.
+ */
 function toTokenized(encoding: Encoding): TokenizedText {
+  let specialTokensMask: number[] | undefined;
+  let offsets: [number, number][] | undefined;
+  let wordIds: (number | null)[] | undefined;
+  let sequenceIds: (number | null)[] | undefined;
+  let overflowing: TokenizedText[] | undefined;
   return {
     ids: encoding.getIds(),
     typeIds: encoding.getTypeIds(),
     attentionMask: encoding.getAttentionMask(),
-    specialTokensMask: encoding.getSpecialTokensMask(),
-    offsets: encoding.getOffsets().map((o) => [o[0] ?? 0, o[1] ?? 0]),
-    wordIds: encoding.getWordIds().map((w) => w ?? null),
-    sequenceIds: encoding.getSequenceIds().map((s) => s ?? null),
-    overflowing: encoding.getOverflowing().map(toTokenized),
+    get specialTokensMask() {
+      return (specialTokensMask ??= encoding.getSpecialTokensMask());
+    },
+    set specialTokensMask(value) {
+      specialTokensMask = value;
+    },
+    get offsets() {
+      return (offsets ??= encoding.getOffsets().map((o) => [o[0] ?? 0, o[1] ?? 0]));
+    },
+    set offsets(value) {
+      offsets = value;
+    },
+    get wordIds() {
+      return (wordIds ??= encoding.getWordIds().map((w) => w ?? null));
+    },
+    set wordIds(value) {
+      wordIds = value;
+    },
+    get sequenceIds() {
+      return (sequenceIds ??= encoding.getSequenceIds().map((s) => s ?? null));
+    },
+    set sequenceIds(value) {
+      sequenceIds = value;
+    },
+    get overflowing() {
+      return (overflowing ??= encoding.getOverflowing().map(toTokenized));
+    },
+    set overflowing(value) {
+      overflowing = value;
+    },
   };
 }
 

@@ -106,11 +106,15 @@ export class FeatureExtractionPipeline extends BasePipeline<
         for (let t = 0; t < mask.length; t += 1) {
           if (mask[t] !== 1) continue;
           count += 1;
-          const offset = base + t * size;
-          for (let h = 0; h < size; h += 1) sum[h] = (sum[h] ?? 0) + (data[offset + h] ?? 0);
+          // A view per token keeps the inner loop free of bounds fallbacks (it runs for every
+          // hidden value of every record).
+          const vector = data.subarray(base + t * size, base + (t + 1) * size);
+          for (let h = 0; h < size; h += 1) sum[h]! += vector[h]!;
         }
         const divisor = Math.max(count, 1e-9);
-        return Float32Array.from(sum, (v) => v / divisor);
+        const mean = new Float32Array(size);
+        for (let h = 0; h < size; h += 1) mean[h] = sum[h]! / divisor;
+        return mean;
       }
       case 'max': {
         const max = new Float32Array(size).fill(-Infinity);

@@ -1,0 +1,140 @@
+// `bench:throughput --repeat N`: the floors against raw ONNX Runtime are judged on several runs
+// with their spread (issue 15), and a whole run (searches, transformers.js, ablations, latency)
+// costs about 2,000 s. So the searches run once, and only raw in the layout they found and our
+// engine with its defaults are timed again, taking turns (which one goes first alternates, so a
+// load that drifts during the run weighs on both alike).
+import { performance } from 'node:perf_hooks';
+import type { TaskSpec } from './contenders.ts';
+import { allAtOnce, startEngine } from './engine-runs.ts';
+import { RawPool, describeConfig, type RawConfig } from './raw-pool.ts';
+import { searchRaw, timeRaw } from './raw-search.ts';
+import { percentile, round } from './stats.ts';
+
+export interface RepeatRun {
+  raw: number;
+  ours: number;
+}
+
+export interface Spread {
+  /** ours ÷ raw of each run, in run order. */
+  runs: number[];
+  min: number;
+  median: number;
+  max: number;
+}
+
+export interface RepeatInput {
+  spec: TaskSpec;
+  texts: string[];
+  /** The texts' ids, tokenized and truncated as every contender runs them. */
+  rows: number[][];
+  /** Texts for warming our engine up (not timed). */
+  spare: string[];
+  raw: RawConfig;
+  runs: number;
+  /** Run 1's order is ours first; each next run swaps. */
+  firstRun: number;
+  log: (line: string) => void;
+}
+
+const MAX_WAIT_MS = 10;
+
+/** Times raw (in `input.raw`'s layout) and our defaults `input.runs` times, taking turns. */
+export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
+  const { spec, texts, rows, raw, log } = input;
+  const onnxPath = `${spec.modelFolder}/model.onnx`;
+  const timeRawOnce = async (): Promise<number> => {
+    const pool = await RawPool.start(onnxPath, raw.workers, raw.intraOpThreads);
+    try {
+      const rps = await timeRaw(pool, rows, raw, raw.batching);
+      if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(raw)}`);
+      return rps;
+    } finally {
+      await pool.close();
+    }
+  };
+  const timeOursOnce = async (): Promise<number> => {
+    const engine = await startEngine(spec.modelFolder, spec.pipeline, { maxWaitMs: MAX_WAIT_MS });
+    try {
+      await Promise.all(input.spare.slice(0, 2 * 32).map((text) => engine.submit('bench', text)));
+      return (await allAtOnce(engine, texts)).recordsPerSecond;
+    } finally {
+      await engine.close();
+    }
+  };
+  const runs: RepeatRun[] = [];
+  for (let i = 0; i < input.runs; i += 1) {
+    const n = input.firstRun + i;
+    const oursFirst = n % 2 === 1;
+    const first = await (oursFirst ? timeOursOnce() : timeRawOnce());
+    const second = await (oursFirst ? timeRawOnce() : timeOursOnce());
+    const run = oursFirst ? { ours: first, raw: second } : { raw: first, ours: second };
+    runs.push(run);
+    log(
+      `${spec.name} run ${n}: raw ${run.raw.toFixed(2)}, ours ${run.ours.toFixed(2)} rec/s, ours ÷ raw ${(run.ours / run.raw).toFixed(3)}`,
+    );
+  }
+  return runs;
+}
+
+export function spread(runs: readonly RepeatRun[]): Spread {
+  const ratios = runs.map((run) => round(run.ours / run.raw));
+  return {
+    runs: ratios,
+    min: Math.min(...ratios),
+    median: percentile(ratios, 50),
+    max: Math.max(...ratios),
+  };
+}
+
+export interface RawOnlyInput {
+  spec: TaskSpec;
+  texts: string[];
+  spare: string[];
+  rows: number[][];
+  cores: number;
+  calibration: number;
+  searchSeconds: number;
+  runs: number;
+  log: (line: string) => void;
+}
+
+/**
+ * A task compared with raw alone (the int8 MiniLM pass): raw's layout search on an evenly
+ * spaced sample of the length-sorted rows, as for the full tasks, then `runs` turns.
+ */
+export async function vsRawOnly(
+  input: RawOnlyInput,
+): Promise<{ raw: RawConfig; searchSeconds: number; runs: RepeatRun[] }> {
+  const { spec, rows, log } = input;
+  const started = performance.now();
+  const bySize = [...rows].sort((a, b) => a.length - b.length);
+  const calibration = Math.min(bySize.length, input.calibration);
+  const step = bySize.length / calibration;
+  const sample = Array.from(
+    { length: calibration },
+    (_, i) => bySize[Math.floor(i * step)] as number[],
+  );
+  const search = await searchRaw(
+    `${spec.modelFolder}/model.onnx`,
+    sample,
+    input.cores,
+    { ...spec.rawSearch, maxSeconds: input.searchSeconds },
+    log,
+  );
+  const searchSeconds = (performance.now() - started) / 1000;
+  log(
+    `${spec.name}: raw search picked ${describeConfig(search.best)} in ${searchSeconds.toFixed(0)} s`,
+  );
+  const runs = await repeatVsRaw({
+    spec,
+    texts: input.texts,
+    rows,
+    spare: input.spare,
+    raw: search.best,
+    runs: input.runs,
+    firstRun: 1,
+    log,
+  });
+  return { raw: search.best, searchSeconds, runs };
+}
