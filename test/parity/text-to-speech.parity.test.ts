@@ -24,7 +24,7 @@ const load = useModelStore();
 
 interface SpeechGoldens {
   speaker_embeddings: number[];
-  tokenization: { text: string; input_ids: number[] }[];
+  tokenizer_ids: { text: string; input_ids: number[] }[];
   spectrograms: { inputs: string; frames: number }[];
   errors: { name: string; call: { inputs: string; options: TextToSpeechOptions }; error: string }[];
   batch: {
@@ -67,7 +67,7 @@ function inputsOf(call: Call): TextToSpeechInput[] {
 
 describe('textToSpeech', forPipeline('textToSpeech'), () => {
   describe('tokenizer.json splits as SpeechT5Tokenizer (SentencePiece char model)', () => {
-    for (const golden of goldens.tokenization) {
+    for (const golden of goldens.tokenizer_ids) {
       it(JSON.stringify(golden.text.slice(0, 40)), { meta: { parity: 'tokenizer' } }, async () => {
         const model = await load(MODEL);
         const [encoded] =
