@@ -1,4 +1,5 @@
-// The tasks a generative engine runs: the decoder-only loop's and the encoder–decoder loop's.
+// The tasks a generative engine runs: the decoder-only loop's, the cohort loop's (encoder–decoders,
+// vision-language models) and the segment loop's (speech recognition).
 export const GENERATIVE_TASKS: readonly string[] = [
   'textGeneration',
   'text2textGeneration',
@@ -6,4 +7,5 @@ export const GENERATIVE_TASKS: readonly string[] = [
   'translation',
   'imageToText',
   'imageTextToText',
+  'automaticSpeechRecognition',
 ];

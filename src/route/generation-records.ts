@@ -37,6 +37,8 @@ export interface FinalValue {
   /** Set when the output misses its responseFormat: the route dead-letters the record. */
   formatError?: string;
   toolCalls?: GenerationResult['toolCalls'];
+  /** Speech recognition's timestamped or language chunks. */
+  chunks?: GenerationResult['chunks'];
 }
 
 /** A stable id from where the record came from: the same record read again gets the same id. */

@@ -100,6 +100,7 @@ export class StreamedGeneration {
           ...(result.json !== undefined ? { json: result.json } : {}),
           ...(result.formatError !== undefined ? { formatError: result.formatError } : {}),
           ...(result.toolCalls !== undefined ? { toolCalls: result.toolCalls } : {}),
+          ...(result.chunks !== undefined ? { chunks: result.chunks } : {}),
         };
       }
     } catch (err) {

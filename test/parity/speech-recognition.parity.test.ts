@@ -10,23 +10,12 @@ import { compareDeep } from './compare.ts';
 import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase, RERUN } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { longSignal } from '../helpers/long-signal.ts';
 
 const MODEL = 'whisper-speech-recognition';
 const load = useModelStore();
 const goldens = readGoldens(MODEL);
 const RATE = 16_000;
-
-/** The kit's long clip (kit/whisper.py long_signal), made again here: 45 s of stepped tones. */
-export function longSignal(): Float32Array {
-  const steps = [220, 330, 440, 550, 660, 770, 880, 990, 1100];
-  return Float32Array.from({ length: 45 * RATE }, (_, n) => {
-    const f = steps[Math.floor(n / (5 * RATE))] as number;
-    return (
-      0.4 * Math.sin((2 * Math.PI * f * n) / RATE) +
-      0.1 * Math.sin((2 * Math.PI * 3 * f * n) / RATE)
-    );
-  });
-}
 
 interface Call {
   inputs: string[];

@@ -1,10 +1,13 @@
 // Speech recognition through the file route: base64 WAV fields in, Whisper's transcripts out
 // (equal to the Python goldens), a corrupt clip and one over limits.maxAudioSeconds dead-lettered
-// with the stage, code and reason.
+// with the stage, code and reason; on the generative engine, transcripts streamed a segment at a
+// time whose deltas add up to Python's text.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { encodeWav } from '../../src/pipelines/audio/wav-encode.ts';
 import { readGoldens } from '../parity/goldens.ts';
+import { longSignal } from '../helpers/long-signal.ts';
 import { toneWav } from '../helpers/tone-wav.ts';
 import {
   readDeadLetters,
@@ -75,5 +78,77 @@ routes:
       'hugot.error.code': 'AUDIO_TOO_LONG',
     });
     expect(dlq[1]?.headers['hugot.error.message']).toMatch(/over limits.maxAudioSeconds \(5\)/);
+  });
+
+  it('streams transcripts from the generative engine a segment at a time', async () => {
+    const short = readGoldens('whisper-speech-recognition').pipeline.find(
+      (g) => g.name === 'timestamps_en',
+    );
+    const long = readGoldens('whisper-speech-recognition').pipeline.find(
+      (g) => g.name === 'long_form_sequential',
+    );
+    const clips = (short?.call.inputs ?? []) as string[];
+    const expected = [
+      ...((long?.output ?? []) as unknown[]),
+      ...((short?.output ?? []) as unknown[]),
+    ] as { text: string; chunks: unknown[] }[];
+    const records = [
+      {
+        id: 'long',
+        audio: Buffer.from(encodeWav(longSignal(), 16_000, 'float32')).toString('base64'),
+      },
+      ...(await Promise.all(
+        clips.map(async (clip, i) => ({
+          id: `clip-${i}`,
+          audio: (await readFile(join(MODEL, clip))).toString('base64'),
+        })),
+      )),
+    ];
+    await writeJsonl(dir.file('streamed-in.jsonl'), records);
+    await runToEnd(`
+models: { whisper: { path: ${JSON.stringify(MODEL)} } }
+pipelines:
+  asr:
+    task: automaticSpeechRecognition
+    model: whisper
+    options: { language: en, task: transcribe, maxNewTokens: 20, numBeams: 1, returnTimestamps: true }
+    generative: { threads: 1, maxActive: 2 }
+# The 45 s clip is float32 WAV in base64 (as the goldens' samples): ~3.8 MB.
+limits: { maxRecordBytes: 8000000 }
+routes:
+  - source: { type: file, path: ${dir.quoted('streamed-in.jsonl')} }
+    pipeline: asr
+    input: { field: audio }
+    output: { field: transcript, stream: { everyTokens: 1 } }
+    sink: { type: file, path: ${dir.quoted('streamed-out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('streamed-dlq.jsonl')} }
+`);
+    expect(await readDeadLetters(dir.file('streamed-dlq.jsonl'))).toEqual([]);
+    const written = await readJsonl<{
+      id?: string;
+      transcript: {
+        requestId: string;
+        final: boolean;
+        delta: string;
+        sequence: number;
+        text?: string;
+        chunks?: unknown[];
+      };
+    }>(dir.file('streamed-out.jsonl'));
+    for (const [i, id] of ['long', 'clip-0', 'clip-1', 'clip-2'].entries()) {
+      const requestId = written.find((r) => r.id === id)?.transcript.requestId;
+      const stream = written.filter((r) => r.transcript.requestId === requestId);
+      const final = stream.at(-1)?.transcript;
+      expect(final?.final).toBe(true);
+      expect(final?.text).toBe(expected[i]?.text);
+      expect(final?.chunks).toEqual(expected[i]?.chunks);
+      expect(stream.map((r) => r.transcript.sequence)).toEqual(stream.map((_, n) => n));
+      expect(stream.map((r) => r.transcript.delta).join('')).toBe(expected[i]?.text);
+    }
+    // The 45 s clip's first segments were written before it ended.
+    const longStream = written.filter(
+      (r) => r.transcript.requestId === written.find((w) => w.id === 'long')?.transcript.requestId,
+    );
+    expect(longStream.filter((r) => !r.transcript.final).length).toBeGreaterThan(0);
   });
 });

@@ -3,10 +3,13 @@
 // chunkLengthS is set (each chunk's stride remembered), else read whole (a clip over 30 s is
 // transcribed segment after segment, long-form); the log-mel of each chunk through Whisper's
 // generate (whisper-generate.ts); the chunks' tokens merged into text and timestamped chunks by
-// the tokenizer's rules (whisper-transcript.ts).
+// the tokenizer's rules (whisper-transcript.ts). On the generative engine a clip advances one
+// segment per step (segmentwise.ts), so its text streams a segment at a time.
 import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
+import type { GenerationResult } from '../generation/generation-progress.ts';
+import type { SegmentJob, SegmentwiseGenerator } from '../generation/segmentwise.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import {
@@ -20,8 +23,18 @@ import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
 import { compileWhisperFeatures, whisperLogMel, type WhisperFeatures } from './whisper-features.ts';
-import { whisperGenerate, type WhisperClip, type WhisperOutput } from './whisper-generate.ts';
 import {
+  advanceClips,
+  clipDone,
+  languageOf,
+  startClip,
+  whisperGenerate,
+  type ClipState,
+  type WhisperClip,
+  type WhisperOutput,
+} from './whisper-generate.ts';
+import {
+  promptFor,
   readWhisperConfig,
   resolveWhisperSettings,
   type WhisperSettings,
@@ -70,11 +83,24 @@ interface Unit {
   stride: [number, number, number] | undefined;
 }
 
-export class SpeechRecognitionPipeline extends BasePipeline<
-  AudioInput,
-  Transcript,
-  typeof speechRecognitionOptionsSchema
-> {
+/** One clip on the generative engine: a whole clip, long-form past 30 s. */
+class ClipJob implements SegmentJob {
+  readonly state: ClipState;
+  constructor(clip: WhisperClip) {
+    this.state = startClip(clip);
+  }
+  get tokens(): readonly number[] {
+    return this.state.tokens;
+  }
+  get done(): boolean {
+    return clipDone(this.state);
+  }
+}
+
+export class SpeechRecognitionPipeline
+  extends BasePipeline<AudioInput, Transcript, typeof speechRecognitionOptionsSchema>
+  implements SegmentwiseGenerator<ClipJob>
+{
   readonly layout: Seq2SeqLayout;
   private readonly features: WhisperFeatures;
   private readonly inputName: string;
@@ -138,7 +164,6 @@ export class SpeechRecognitionPipeline extends BasePipeline<
     const audio = await this.decodeAll(inputs);
     const units = audio.flatMap((samples, input) => this.unitsOf(samples, input, settings));
     const generated = await this.generate(units, settings);
-    const vocab = this.vocabulary(settings);
     const rate = this.features.samplingRate;
     return Promise.all(
       audio.map((_, input) => {
@@ -147,26 +172,84 @@ export class SpeechRecognitionPipeline extends BasePipeline<
           if (unit.input !== input) return;
           const stride = unit.stride;
           const { tokens, language } = generated[u] as WhisperOutput;
-          // Python puts the prompt's language token back before the tokens generate() returns.
-          const withLanguage =
-            this.options.returnLanguage && language !== undefined ? [language, ...tokens] : tokens;
           chunks.push({
-            tokens: withLanguage,
+            tokens: this.withLanguage(tokens, language),
             ...(stride !== undefined
               ? { stride: [stride[0] / rate, stride[1] / rate, stride[2] / rate] as const }
               : {}),
           });
         });
-        return decodeTranscript(
-          chunks,
-          vocab,
-          this.options.returnTimestamps,
-          settings.timePrecision,
-          settings.segmentFrames / settings.inputStride,
-          this.options.returnLanguage,
-        );
+        return this.transcriptOf(chunks, settings);
       }),
     );
+  }
+
+  private transcriptOf(chunks: TranscribedChunk[], settings: WhisperSettings): Promise<Transcript> {
+    return decodeTranscript(
+      chunks,
+      this.vocabulary(settings),
+      this.options.returnTimestamps,
+      settings.timePrecision,
+      settings.segmentFrames / settings.inputStride,
+      this.options.returnLanguage,
+    );
+  }
+
+  /** Python puts the prompt's language token back before the tokens generate() returns. */
+  private withLanguage(tokens: number[], language: number | undefined): number[] {
+    return this.options.returnLanguage && language !== undefined ? [language, ...tokens] : tokens;
+  }
+
+  async assertSegmentwise(): Promise<void> {
+    await this.resolved();
+    if (this.options.chunkLengthS !== undefined)
+      throw new ConfigError(
+        `${TASK} on the generative engine reads a clip whole, segment after segment (long-form ` +
+          'past 30 s), because chunks are merged only once all are transcribed: remove ' +
+          "options.chunkLengthS or the pipeline's generative block",
+        { field: 'options.chunkLengthS' },
+      );
+  }
+
+  async startJob(input: unknown): Promise<ClipJob> {
+    const settings = await this.resolved();
+    const [samples] = await this.decodeAll([input as AudioInput]);
+    return new ClipJob(this.wholeClip(samples as Float32Array, 0, settings).clip);
+  }
+
+  async advance(jobs: readonly ClipJob[]): Promise<void> {
+    const settings = await this.resolved();
+    await advanceClips(
+      jobs.map((j) => j.state),
+      settings,
+      this.features.featureSize,
+      (features, rows) => this.encodeSegments(features, rows, settings),
+    );
+  }
+
+  async textOf(job: ClipJob): Promise<string> {
+    return (await this.jobTranscript(job)).text;
+  }
+
+  async result(job: ClipJob): Promise<GenerationResult> {
+    const settings = await this.resolved();
+    const { state } = job;
+    const transcript = await this.jobTranscript(job);
+    const prompt = promptFor(settings, state.clip.timestamps, state.language);
+    return {
+      text: transcript.text,
+      tokenIds: [...state.tokens],
+      finishReason: state.ended ?? 'eos',
+      promptTokens: prompt.length,
+      generatedTokens: state.tokens.length,
+      ...(transcript.chunks !== undefined ? { chunks: transcript.chunks } : {}),
+    };
+  }
+
+  private async jobTranscript(job: ClipJob): Promise<Transcript> {
+    const settings = await this.resolved();
+    const tokens = this.withLanguage([...job.state.tokens], languageOf(job.state, settings));
+    return this.transcriptOf([{ tokens }], settings);
   }
 
   private decodeAll(inputs: readonly AudioInput[]): Promise<Float32Array[]> {

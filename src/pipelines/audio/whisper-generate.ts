@@ -22,11 +22,14 @@ export interface WhisperClip {
 /** Encodes `[rows, featureSize, segmentFrames]` features and returns a decoder over them. */
 export type EncodeSegments = (features: Float32Array, rows: number) => Promise<DecoderStepper>;
 
-interface ClipState {
-  clip: WhisperClip;
+/** A clip being transcribed: where its next segment starts and the tokens its segments kept. */
+export interface ClipState {
+  readonly clip: WhisperClip;
   seek: number;
   language: number | undefined;
   tokens: number[];
+  /** How the last segment's generation ended: on <|endoftext|> or at maxNewTokens. */
+  ended: 'eos' | 'length' | undefined;
 }
 
 /** A clip's tokens (its segments' one after the other) and the language token it was prompted with. */
@@ -35,29 +38,48 @@ export interface WhisperOutput {
   language: number | undefined;
 }
 
+export function startClip(clip: WhisperClip): ClipState {
+  return { clip, seek: 0, language: undefined, tokens: [], ended: undefined };
+}
+
+export function clipDone(state: ClipState): boolean {
+  return state.seek >= state.clip.frames;
+}
+
+/** The language token a clip was prompted with: detected, else the one the settings name. */
+export function languageOf(state: ClipState, settings: WhisperSettings): number | undefined {
+  if (state.language !== undefined) return state.language;
+  const languages = new Set(settings.langToId.values());
+  return settings.prompt.find((t): t is number => typeof t === 'number' && languages.has(t));
+}
+
 export async function whisperGenerate(
   clips: readonly WhisperClip[],
   settings: WhisperSettings,
   featureSize: number,
   encode: EncodeSegments,
 ): Promise<WhisperOutput[]> {
-  const states: ClipState[] = clips.map((clip) => ({
-    clip,
-    seek: 0,
-    language: undefined,
-    tokens: [],
-  }));
-  for (;;) {
-    const active = states.filter((s) => s.seek < s.clip.frames);
-    if (active.length === 0) break;
-    // Rows of one decoder share a prompt length: with timestamps the prompt has no <|notimestamps|>.
-    for (const group of [true, false].map((t) => active.filter((s) => s.clip.timestamps === t))) {
-      if (group.length > 0) await segmentStep(group, settings, featureSize, encode);
-    }
+  const states = clips.map(startClip);
+  while (states.some((s) => !clipDone(s)))
+    await advanceClips(states, settings, featureSize, encode);
+  return states.map((s) => ({ tokens: s.tokens, language: languageOf(s, settings) }));
+}
+
+/**
+ * One segment of every unfinished clip, batched; clips may be at different seek positions. What a
+ * segment keeps is final: later segments only add tokens after it.
+ */
+export async function advanceClips(
+  states: readonly ClipState[],
+  settings: WhisperSettings,
+  featureSize: number,
+  encode: EncodeSegments,
+): Promise<void> {
+  const active = states.filter((s) => !clipDone(s));
+  // Rows of one decoder share a prompt length: with timestamps the prompt has no <|notimestamps|>.
+  for (const group of [true, false].map((t) => active.filter((s) => s.clip.timestamps === t))) {
+    if (group.length > 0) await segmentStep(group, settings, featureSize, encode);
   }
-  const languages = new Set(settings.langToId.values());
-  const given = settings.prompt.find((t): t is number => typeof t === 'number' && languages.has(t));
-  return states.map((s) => ({ tokens: s.tokens, language: s.language ?? given }));
 }
 
 async function segmentStep(
@@ -107,7 +129,8 @@ async function segmentStep(
   }
   group.forEach((state, row) => {
     const sequence = generated[row] as number[];
-    if (sequence.at(-1) === settings.eosId) sequence.pop();
+    state.ended = sequence.at(-1) === settings.eosId ? 'eos' : 'length';
+    if (state.ended === 'eos') sequence.pop();
     const { tokens, offset } = segmentOf(sequence, spans[row] as number, settings);
     if (offset <= 0)
       throw new InferenceError(

@@ -9,6 +9,7 @@ import { StopSequences } from './stop-sequences.ts';
 import { FormatCursor } from './structured/format-constraint.ts';
 import { banBeforeForcing, force, suppressTokens } from './token-bans.ts';
 import { parseToolCalls, type ToolCall } from './tool-calls.ts';
+import type { TimestampedChunk } from '../audio/whisper-transcript.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
 
@@ -26,6 +27,8 @@ export interface GenerationResult {
   formatError?: string;
   /** The tool calls in the output (Hermes-style `<tool_call>` blocks), when the input had tools. */
   toolCalls?: ToolCall[];
+  /** Speech recognition with returnTimestamps / returnLanguage: the transcript's chunks. */
+  chunks?: TimestampedChunk[];
 }
 
 export interface ProgressOptions {

@@ -1,0 +1,33 @@
+// What the generative engine's segment loop needs from a pipeline whose output becomes final a
+// segment at a time, not a token at a time: Whisper decides only at a segment's end which of its
+// tokens it keeps (the rest is transcribed again from the last timestamp pair), so a token is
+// safe to stream only once its segment has ended. Each job advances one segment per step, batched
+// with every other job's segment whatever its position in its own clip.
+import type { GenerationResult } from './generation-progress.ts';
+
+export interface SegmentJob {
+  /** Every token the job's ended segments kept, in order. */
+  readonly tokens: readonly number[];
+  readonly done: boolean;
+}
+
+export interface SegmentwiseGenerator<Job extends SegmentJob = SegmentJob> {
+  readonly task: string;
+  /** Fails (ConfigError) when the pipeline's options need the whole input at once. */
+  assertSegmentwise(): Promise<void>;
+  /** Checks and prepares one request's input; throws InputError. */
+  startJob(input: unknown): Promise<Job>;
+  /** Runs the next segment of every given job, as one batch. */
+  advance(jobs: readonly Job[]): Promise<void>;
+  /** The text of what the job has kept so far, as its final result would write it. */
+  textOf(job: Job): Promise<string>;
+  result(job: Job): Promise<GenerationResult>;
+}
+
+export function isSegmentwiseGenerator(pipeline: unknown): pipeline is SegmentwiseGenerator {
+  if (pipeline === null || typeof pipeline !== 'object') return false;
+  const p = pipeline as Record<string, unknown>;
+  return ['assertSegmentwise', 'startJob', 'advance', 'textOf', 'result'].every(
+    (name) => typeof p[name] === 'function',
+  );
+}
