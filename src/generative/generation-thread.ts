@@ -138,7 +138,13 @@ export class GenerationThread {
     if (stream === undefined) return;
     switch (event.kind) {
       case 'token':
-        stream.push({ type: 'token', tokenId: event.tokenId, text: event.text, receivedAt });
+        stream.push({
+          type: 'token',
+          tokenId: event.tokenId,
+          text: event.text,
+          ...(event.audio !== undefined ? { audio: event.audio } : {}),
+          receivedAt,
+        });
         return;
       case 'done':
         stream.push({ type: 'done', result: event.result, receivedAt });

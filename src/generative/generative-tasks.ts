@@ -1,5 +1,5 @@
 // The tasks a generative engine runs: the decoder-only loop's, the cohort loop's (encoder–decoders,
-// vision-language models) and the segment loop's (speech recognition).
+// vision-language models) and the segment loop's (speech recognition and synthesis).
 export const GENERATIVE_TASKS: readonly string[] = [
   'textGeneration',
   'text2textGeneration',
@@ -8,4 +8,6 @@ export const GENERATIVE_TASKS: readonly string[] = [
   'imageToText',
   'imageTextToText',
   'automaticSpeechRecognition',
+  'textToSpeech',
+  'textToAudio',
 ];

@@ -5,6 +5,7 @@ import type { SerializedError } from '../errors.ts';
 import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
 import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
 import type { PrefixCacheLimits, PrefixCacheStats } from '../pipelines/generation/prefix-cache.ts';
+import type { AudioChunk } from '../pipelines/generation/segmentwise.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import type { SchedulerLimits } from './scheduler.ts';
 
@@ -36,7 +37,15 @@ export type ToWorker =
   | { kind: 'drain' };
 
 export type SequenceEvent =
-  | { kind: 'token'; id: number; tokenId: number; text: string; index: number }
+  | {
+      kind: 'token';
+      id: number;
+      tokenId: number;
+      text: string;
+      index: number;
+      /** Speech synthesis: waveform samples that became final at this step. */
+      audio?: AudioChunk;
+    }
   | { kind: 'done'; id: number; result: GenerationResult }
   | { kind: 'failed'; id: number; error: SerializedError };
 

@@ -4,10 +4,15 @@
 // clip streams its text a segment at a time. Only what a segment kept is streamed, so the
 // streamed texts add up to the final text: trailing U+FFFD of a byte-level decode is held back
 // (the bytes of one character may straddle two segments), and a request's last token event is
-// held until its next segment so the rest of the text always has an event to ride on.
+// held until its next segment so the rest of the text always has an event to ride on. Audio that
+// became final (speech synthesis) rides on the first event a step emits or holds.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
-import type { SegmentJob, SegmentwiseGenerator } from '../pipelines/generation/segmentwise.ts';
+import type {
+  AudioChunk,
+  SegmentJob,
+  SegmentwiseGenerator,
+} from '../pipelines/generation/segmentwise.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
 import type { StepLoop, SubmitRequest } from './step-loop.ts';
@@ -148,6 +153,8 @@ export class SegmentLoop implements StepLoop {
       first.text += text.slice(request.text.length);
       request.text = text;
     }
+    const audio = first === undefined ? undefined : this.pipeline.takeAudio?.(job);
+    if (first !== undefined && audio !== undefined) first.audio = joined(first.audio, audio);
     if (result === undefined) {
       request.held = queue.pop();
       events.push(...queue);
@@ -182,6 +189,15 @@ export class SegmentLoop implements StepLoop {
       ? new DeadlineExceededError(`${task}: the request's deadline passed after ${tokens} tokens`)
       : new CancelledError(`${task}: the request was cancelled after ${tokens} tokens`);
   }
+}
+
+/** A held event's audio and the step's, one after the other. */
+function joined(held: AudioChunk | undefined, next: AudioChunk): AudioChunk {
+  if (held === undefined) return next;
+  const samples = new Float32Array(held.samples.length + next.samples.length);
+  samples.set(held.samples);
+  samples.set(next.samples, held.samples.length);
+  return { ...next, samples };
 }
 
 /** The text without its trailing U+FFFD: bytes that may still become a character. */

@@ -2,7 +2,9 @@
 // one final record. Every one carries the request id and a sequence number (0, 1, 2, ... per
 // request, the final's the last), so consumers can put a request together and drop the
 // duplicates a re-run sends. Each record's `delta` is the text since the previous record of the
-// request: the deltas of all records, final included, add up to the final's full `text`.
+// request: the deltas of all records, final included, add up to the final's full `text`. Speech
+// synthesis streams audio the same way: each record's `audioDelta` is a WAV file of the samples
+// since the previous record, and their samples add up to the final's `audio`.
 import type { RouteConfig } from '../config/schema.ts';
 import type {
   FinishReason,
@@ -19,6 +21,8 @@ export interface PartialValue {
   delta: string;
   /** Tokens generated so far. */
   generatedTokens: number;
+  /** Speech synthesis: a WAV file (base64) of the samples since the previous record, if any. */
+  audioDelta?: string;
 }
 
 export interface FinalValue {
@@ -39,6 +43,11 @@ export interface FinalValue {
   toolCalls?: GenerationResult['toolCalls'];
   /** Speech recognition's timestamped or language chunks. */
   chunks?: GenerationResult['chunks'];
+  /** Speech synthesis: the samples since the previous record (WAV, base64). */
+  audioDelta?: string;
+  /** Speech synthesis: the whole waveform (a WAV file) and its rate. */
+  audio?: Uint8Array;
+  samplingRate?: number;
 }
 
 /** A stable id from where the record came from: the same record read again gets the same id. */

@@ -16,6 +16,9 @@ import {
   type GenerationOptions,
 } from '../pipelines/generation/generation-options.ts';
 import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
+import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
+import type { AudioChunk } from '../pipelines/generation/segmentwise.ts';
+import { encodeWav } from '../pipelines/audio/wav-encode.ts';
 import { getPath } from './field-path.ts';
 import {
   partialRecord,
@@ -66,18 +69,22 @@ export class StreamedGeneration {
     let sequence = 0;
     let delta = '';
     let tokens = 0;
+    const audio = new AudioDelta();
     try {
       for await (const event of stream) {
         if (event.type === 'token') {
           tokens += 1;
           delta += event.text;
+          if (event.audio !== undefined) audio.add(event.audio);
           if (this.everyTokens > 0 && tokens % this.everyTokens === 0 && !signal.aborted) {
+            const audioDelta = audio.take();
             const partial: PartialValue = {
               requestId,
               sequence,
               final: false,
               delta,
               generatedTokens: tokens,
+              ...(audioDelta !== undefined ? { audioDelta } : {}),
             };
             partials.push(partialRecord(record, this.options.output, partial));
             sequence += 1;
@@ -101,6 +108,7 @@ export class StreamedGeneration {
           ...(result.formatError !== undefined ? { formatError: result.formatError } : {}),
           ...(result.toolCalls !== undefined ? { toolCalls: result.toolCalls } : {}),
           ...(result.chunks !== undefined ? { chunks: result.chunks } : {}),
+          ...audio.final(result),
         };
       }
     } catch (err) {
@@ -135,6 +143,39 @@ export class StreamedGeneration {
       (issue) => `${[field, ...issue.path.map(String)].join('.')}: ${issue.message}`,
     );
     throw new InputError(`invalid generation options: ${problems.join('; ')}`, { field });
+  }
+}
+
+/** Speech synthesis: the samples since the last record, written as one WAV file. */
+class AudioDelta {
+  private chunks: AudioChunk[] = [];
+
+  add(chunk: AudioChunk): void {
+    this.chunks.push(chunk);
+  }
+
+  /** Base64 WAV of what came since the last take; undefined when nothing did. */
+  take(): string | undefined {
+    const last = this.chunks.at(-1);
+    if (last === undefined) return undefined;
+    const samples = new Float32Array(this.chunks.reduce((n, c) => n + c.samples.length, 0));
+    let at = 0;
+    for (const chunk of this.chunks) {
+      samples.set(chunk.samples, at);
+      at += chunk.samples.length;
+    }
+    this.chunks = [];
+    return Buffer.from(encodeWav(samples, last.samplingRate, last.format)).toString('base64');
+  }
+
+  /** The final record's audio fields: the rest as a delta, and the whole waveform. */
+  final(result: GenerationResult): Pick<FinalValue, 'audioDelta' | 'audio' | 'samplingRate'> {
+    const audioDelta = this.take();
+    return {
+      ...(audioDelta !== undefined ? { audioDelta } : {}),
+      ...(result.audio !== undefined ? { audio: result.audio } : {}),
+      ...(result.samplingRate !== undefined ? { samplingRate: result.samplingRate } : {}),
+    };
   }
 }
 

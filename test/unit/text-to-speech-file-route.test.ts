@@ -1,6 +1,7 @@
 // Text to speech through the file route: JSONL texts in, WAV files out (base64 in the output
 // record) that decode back to Python's waveforms; the empty text is spoken as Python speaks it,
-// and a text over the model's max_text_positions, where Python fails, is dead-lettered.
+// and a text over the model's max_text_positions, where Python fails, is dead-lettered. On the
+// generative engine the WAV streams in pieces whose samples add up to the final waveform.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { decodeAudio } from '../../src/pipelines/audio/audio-decode.ts';
@@ -95,5 +96,67 @@ routes:
     );
     expect(byId.get('number')).toMatchObject({ 'hugot.error.stage': 'validate' });
     expect(byId.get('number')?.['hugot.error.message']).toMatch(/must be a string, or \{text/);
+  });
+
+  it('streams WAV pieces from the generative engine; their samples add up to the final', async () => {
+    const goldens = readGoldens(MODEL) as unknown as {
+      pipeline: { name: string; call: { inputs: string[] }; output: Spoken[] }[];
+    };
+    const threshold = goldens.pipeline.find((g) => g.name === 'threshold');
+    if (threshold === undefined) throw new Error('the goldens lack the threshold case');
+    await writeJsonl(
+      dir.file('streamed-in.jsonl'),
+      threshold.call.inputs.map((text, i) => ({ id: `t-${i}`, speech: text })),
+    );
+    await runToEnd(`
+models: { t5: { path: ${JSON.stringify(MODEL_PATH)} } }
+pipelines:
+  speak:
+    task: textToSpeech
+    model: t5
+    options: { threshold: 0.9, streamFrames: 8 }
+    generative: { threads: 1, maxActive: 2 }
+routes:
+  - source: { type: file, path: ${dir.quoted('streamed-in.jsonl')} }
+    pipeline: speak
+    input: { field: speech }
+    output: { field: wav, stream: { everyTokens: 16 } }
+    sink: { type: file, path: ${dir.quoted('streamed-out.jsonl')} }
+    dlq: { type: file, path: ${dir.quoted('streamed-dlq.jsonl')} }
+`);
+    expect(await readDeadLetters(dir.file('streamed-dlq.jsonl'))).toEqual([]);
+    const written = await readJsonl<{
+      id?: string;
+      wav: {
+        requestId: string;
+        final: boolean;
+        sequence: number;
+        audioDelta?: string;
+        audio?: string;
+        samplingRate?: number;
+      };
+    }>(dir.file('streamed-out.jsonl'));
+    const samplesOf = async (base64: string): Promise<number[]> =>
+      Array.from(
+        (await decodeAudio(new Uint8Array(Buffer.from(base64, 'base64')), 'wav')).channels[0] ?? [],
+      );
+    for (const [i, expected] of threshold.output.entries()) {
+      const requestId = written.find((r) => r.id === `t-${i}`)?.wav.requestId;
+      const stream = written.filter((r) => r.wav.requestId === requestId).map((r) => r.wav);
+      const final = stream.at(-1);
+      expect(final?.final).toBe(true);
+      expect(stream.map((r) => r.sequence)).toEqual(stream.map((_, n) => n));
+      // Pieces were written before the final.
+      expect(stream.filter((r) => !r.final && r.audioDelta !== undefined).length).toBeGreaterThan(
+        1,
+      );
+      const pieces = await Promise.all(
+        stream.flatMap((r) => (r.audioDelta === undefined ? [] : [samplesOf(r.audioDelta)])),
+      );
+      const whole = await samplesOf(final?.audio ?? '');
+      expect(final?.samplingRate).toBe(expected.sampling_rate);
+      expect(compareDeep(whole, expected.audio, 1e-4).differences).toEqual([]);
+      expect(compareDeep(pieces.flat(), whole, 1e-5).differences).toEqual([]);
+    }
   });
 });

@@ -129,47 +129,113 @@ export async function generateSpectrogram(
   settings: SpeechSettings,
   field: string,
 ): Promise<Spectrogram> {
-  const length = inputIds.length;
-  if (layout.maxTextPositions !== undefined && length > layout.maxTextPositions)
-    // Python's encoder fails here: its positional table holds max_text_positions rows.
-    throw new InputError(
-      `${field} is ${length} tokens and SpeechT5 reads at most ${layout.maxTextPositions} ` +
-        '(max_text_positions); split the text',
-      { field },
-    );
-  const encoded = await run(
-    layout.encoder,
-    { input_ids: new Tensor('int64', BigInt64Array.from(inputIds, BigInt), [1, length]) },
-    layout.encoder.outputNames,
-  );
-  const encoderOutputs = encoded['encoder_outputs'] ?? encoded[layout.encoder.outputNames[0] ?? ''];
-  if (encoderOutputs === undefined)
-    throw new InferenceError('the SpeechT5 encoder returned no output');
-  const encoderMask =
-    encoded['encoder_attention_mask'] ??
-    new Tensor('int64', new BigInt64Array(length).fill(1n), [1, length]);
-  const { reductionFactor: r, melBins } = layout;
-  const maxlen = Math.trunc((length * settings.maxlenratio) / r);
-  const minlen = Math.trunc((length * settings.minlenratio) / r);
-  const speakerTensor = new Tensor('float32', speaker, [1, speaker.length]);
+  const decoding = await SpeechT5Decoding.start(layout, run, inputIds, speaker, settings, field);
+  while (!decoding.done) await decoding.step();
+  return decoding.spectrogram();
+}
 
-  let sequence: Tensor = new Tensor('float32', new Float32Array(melBins), [1, 1, melBins]);
-  let past: Tensor[] = [];
-  let cross: Tensor[] = [];
-  const spectra: Float32Array[] = [];
-  for (let step = 1; ; step += 1) {
+/** What the decoder loop reads of one encoded text. */
+interface EncodedText {
+  settings: SpeechSettings;
+  field: string;
+  encoderOutputs: Tensor;
+  encoderMask: Tensor;
+  speaker: Float32Array;
+  minlen: number;
+  maxlen: number;
+}
+
+/**
+ * `_generate_speech` one decoder step at a time, so the generative engine can interleave texts
+ * and vocode the frames that are already final.
+ */
+export class SpeechT5Decoding {
+  /** Decoder steps run (each adds reduction_factor frames). */
+  steps = 0;
+  /** The loop ended: on the stop probability, or at maxlen. */
+  done = false;
+  /** How it ended: `eos` on the stop probability, `length` at maxlen. */
+  ended: 'eos' | 'length' | undefined;
+  private sequence: Tensor;
+  private past: Tensor[] = [];
+  private cross: Tensor[] = [];
+  private readonly spectra: Float32Array[] = [];
+  private readonly speakerTensor: Tensor;
+
+  private readonly layout: SpeechT5Layout;
+  private readonly run: RunSession;
+  private readonly encoded: EncodedText;
+
+  private constructor(layout: SpeechT5Layout, run: RunSession, encoded: EncodedText) {
+    this.layout = layout;
+    this.run = run;
+    this.encoded = encoded;
+    this.speakerTensor = new Tensor('float32', encoded.speaker, [1, encoded.speaker.length]);
+    this.sequence = new Tensor('float32', new Float32Array(layout.melBins), [1, 1, layout.melBins]);
+  }
+
+  /** Encodes the text; the decoder has not run yet. */
+  static async start(
+    layout: SpeechT5Layout,
+    run: RunSession,
+    inputIds: readonly number[],
+    speaker: Float32Array,
+    settings: SpeechSettings,
+    field: string,
+  ): Promise<SpeechT5Decoding> {
+    const length = inputIds.length;
+    if (layout.maxTextPositions !== undefined && length > layout.maxTextPositions)
+      // Python's encoder fails here: its positional table holds max_text_positions rows.
+      throw new InputError(
+        `${field} is ${length} tokens and SpeechT5 reads at most ${layout.maxTextPositions} ` +
+          '(max_text_positions); split the text',
+        { field },
+      );
+    const encoded = await run(
+      layout.encoder,
+      { input_ids: new Tensor('int64', BigInt64Array.from(inputIds, BigInt), [1, length]) },
+      layout.encoder.outputNames,
+    );
+    const encoderOutputs =
+      encoded['encoder_outputs'] ?? encoded[layout.encoder.outputNames[0] ?? ''];
+    if (encoderOutputs === undefined)
+      throw new InferenceError('the SpeechT5 encoder returned no output');
+    const encoderMask =
+      encoded['encoder_attention_mask'] ??
+      new Tensor('int64', new BigInt64Array(length).fill(1n), [1, length]);
+    const r = layout.reductionFactor;
+    return new SpeechT5Decoding(layout, run, {
+      settings,
+      field,
+      encoderOutputs,
+      encoderMask,
+      speaker,
+      minlen: Math.trunc((length * settings.minlenratio) / r),
+      maxlen: Math.trunc((length * settings.maxlenratio) / r),
+    });
+  }
+
+  /** Mel frames so far (before the postnet). */
+  get frames(): number {
+    return this.spectra.length * this.layout.reductionFactor;
+  }
+
+  async step(): Promise<void> {
+    const { layout } = this;
+    const { field, settings, encoderOutputs, encoderMask, minlen, maxlen } = this.encoded;
+    const step = this.steps + 1;
     if (layout.maxSpeechPositions !== undefined && step > layout.maxSpeechPositions)
       // Python fails at this step too: the prenet's positional table is max_speech_positions long.
       throw new InputError(
         `${field}: the speech did not stop within ${layout.maxSpeechPositions} frames ` +
-          `(max_speech_positions) before its max length of ${maxlen} steps; lower maxlenratio ` +
-          'or the threshold, or split the text',
+          `(max_speech_positions) before its max length of ${maxlen} steps; lower ` +
+          'maxlenratio or the threshold, or split the text',
         { field },
       );
     const session = step === 1 ? layout.first : layout.next;
     const feeds: Feeds = {
-      output_sequence: sequence,
-      speaker_embeddings: speakerTensor,
+      output_sequence: this.sequence,
+      speaker_embeddings: this.speakerTensor,
       encoder_outputs: encoderOutputs,
       encoder_attention_mask: encoderMask,
     };
@@ -178,7 +244,9 @@ export async function generateSpectrogram(
     let crossed = 0;
     for (const name of layout.pastNames) {
       if (step > 1)
-        feeds[name] = (name.includes('.decoder.') ? past[self++] : cross[crossed++]) as Tensor;
+        feeds[name] = (
+          name.includes('.decoder.') ? this.past[self++] : this.cross[crossed++]
+        ) as Tensor;
       else if (layout.merged)
         // The merged graph takes a cache on both branches; the first step's is empty and unread.
         feeds[name] = new Tensor('float32', new Float32Array(0), [
@@ -191,7 +259,7 @@ export async function generateSpectrogram(
     const declared = Object.fromEntries(
       Object.entries(feeds).filter(([name]) => session.inputNames.includes(name)),
     );
-    const outputs = await run(session, declared, session.outputNames);
+    const outputs = await this.run(session, declared, session.outputNames);
     const next = outputs['output_sequence_out'];
     const spectrum = outputs['spectrum'];
     const prob = outputs['prob'];
@@ -199,8 +267,11 @@ export async function generateSpectrogram(
       throw new InferenceError(
         'the SpeechT5 decoder must return output_sequence_out, spectrum and prob',
       );
-    sequence = next;
-    spectra.push(floatData(spectrum, 'spectrum').slice(0, r * melBins));
+    this.steps = step;
+    this.sequence = next;
+    this.spectra.push(
+      floatData(spectrum, 'spectrum').slice(0, layout.reductionFactor * layout.melBins),
+    );
     const presents = (part: 'decoder' | 'encoder'): Tensor[] =>
       layout.pastNames
         .filter((n) => n.includes(`.${part}.`))
@@ -210,38 +281,27 @@ export async function generateSpectrogram(
             throw new InferenceError(`the SpeechT5 decoder returned no present for ${n}`);
           return present;
         });
-    past = presents('decoder');
-    if (step === 1) cross = presents('encoder');
-    if (step < minlen) continue;
-    if (step >= maxlen) break;
+    this.past = presents('decoder');
+    if (step === 1) this.cross = presents('encoder');
+    if (step < minlen) return;
+    if (step >= maxlen) {
+      this.done = true;
+      this.ended = 'length';
+      return;
+    }
     const stop = floatData(prob, 'prob').reduce((a, b) => a + b, 0);
-    if (stop >= settings.threshold) break;
+    if (stop >= settings.threshold) {
+      this.done = true;
+      this.ended = 'eos';
+    }
   }
-  const data = new Float32Array(spectra.length * r * melBins);
-  spectra.forEach((s, i) => data.set(s, i * r * melBins));
-  return { frames: spectra.length * r, data };
-}
 
-/** The postnet and the vocoder over one text's frames: the waveform. */
-export async function vocode(
-  layout: SpeechT5Layout,
-  run: RunSession,
-  spectrogram: Spectrogram,
-): Promise<Float32Array> {
-  const session = layout.postnetAndVocoder;
-  const outputs = await run(
-    session,
-    {
-      [session.inputNames[0] ?? 'spectrogram']: new Tensor('float32', spectrogram.data, [
-        spectrogram.frames,
-        layout.melBins,
-      ]),
-    },
-    [session.outputNames[0] ?? 'waveform'],
-  );
-  const waveform = outputs[session.outputNames[0] ?? 'waveform'];
-  if (waveform === undefined) throw new InferenceError('the SpeechT5 vocoder returned no waveform');
-  return Float32Array.from(floatData(waveform, 'waveform'));
+  spectrogram(): Spectrogram {
+    const size = this.layout.reductionFactor * this.layout.melBins;
+    const data = new Float32Array(this.spectra.length * size);
+    this.spectra.forEach((s, i) => data.set(s, i * size));
+    return { frames: this.frames, data };
+  }
 }
 
 function byLayerPartKind(a: string, b: string): number {

@@ -3,21 +3,26 @@
 // x-vector, then the vocoder; the waveform comes back as a WAV file with its sampling rate.
 // Python's pipeline runs one text per forward pass by default; with a batch it takes max and min
 // lengths from the padded length and pads every waveform to the longest, so here every text runs
-// alone and gets the waveform Python gives it alone (docs/pipelines.md#texttospeech).
+// alone and gets the waveform Python gives it alone (docs/pipelines.md#texttospeech). On the
+// generative engine a text advances one decoder step per engine step (segmentwise.ts) and its
+// waveform streams as its frames become final (vocoder-stream.ts).
 import { readdir } from 'node:fs/promises';
 import { z } from 'zod';
 import { InputError, ModelFolderError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
+import type { GenerationResult } from '../generation/generation-progress.ts';
+import type { AudioChunk, SegmentJob, SegmentwiseGenerator } from '../generation/segmentwise.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import { folderSpeaker, readSpeakerFile, SPEAKER_FILES } from './speaker-embeddings.ts';
 import {
   generateSpectrogram,
+  SpeechT5Decoding,
   speechT5LayoutOf,
-  vocode,
   type RunSession,
   type SpeechT5Layout,
 } from './speecht5-model.ts';
+import { measureReach, VocoderStream, vocodeFrames, type VocoderReach } from './vocoder-stream.ts';
 import { encodeWav } from './wav-encode.ts';
 
 const finiteList = z.array(z.number().finite()).min(1);
@@ -39,6 +44,11 @@ export const textToSpeechOptionsSchema = z
     samplingRate: z.number().int().positive().optional(),
     /** float32 (the model's samples exactly, the default) or pcm16 (half the size, rounded). */
     wavFormat: z.enum(['float32', 'pcm16']).default('float32'),
+    /**
+     * On the generative engine: the fewest mel frames a streamed piece of audio holds. Each piece
+     * vocodes its frames again with the vocoder's reach either side, so small pieces cost more.
+     */
+    streamFrames: z.number().int().min(1).default(32),
   })
   .strict();
 
@@ -55,14 +65,35 @@ export interface TextToSpeechOutput {
 
 const HIFIGAN_RATE = 16_000;
 
-export class TextToSpeechPipeline extends BasePipeline<
-  TextToSpeechInput,
-  TextToSpeechOutput,
-  typeof textToSpeechOptionsSchema
-> {
+/** One text on the generative engine; its "tokens" are its decoder steps. */
+class SpeechJob implements SegmentJob {
+  readonly decoding: SpeechT5Decoding;
+  readonly stream: VocoderStream | undefined;
+  readonly promptTokens: number;
+  readonly tokens: number[] = [];
+  /** Samples handed out since the engine last took them. */
+  pending: Float32Array[] = [];
+  waveform: Float32Array | undefined;
+
+  constructor(decoding: SpeechT5Decoding, stream: VocoderStream | undefined, promptTokens: number) {
+    this.decoding = decoding;
+    this.stream = stream;
+    this.promptTokens = promptTokens;
+  }
+
+  get done(): boolean {
+    return this.waveform !== undefined;
+  }
+}
+
+export class TextToSpeechPipeline
+  extends BasePipeline<TextToSpeechInput, TextToSpeechOutput, typeof textToSpeechOptionsSchema>
+  implements SegmentwiseGenerator<SpeechJob>
+{
   readonly layout: SpeechT5Layout;
   readonly samplingRate: number;
   private defaultSpeaker: Promise<Float32Array | undefined> | undefined;
+  private reach: Promise<VocoderReach | undefined> | undefined;
 
   constructor(task: string, model: LoadedModel, options: TextToSpeechOptions = {}) {
     super(task, model, textToSpeechOptionsSchema, options);
@@ -79,8 +110,7 @@ export class TextToSpeechPipeline extends BasePipeline<
   ): Promise<{ frames: number; waveform: Float32Array }> {
     const { text, speaker } = await this.parse(input, field);
     const [encoded] = await this.encode([text], { truncation: false });
-    const run: RunSession = (session, feeds, outputNames) =>
-      this.infer(feeds, outputNames, session);
+    const run = this.runner();
     const spectrogram = await generateSpectrogram(
       this.layout,
       run,
@@ -89,7 +119,89 @@ export class TextToSpeechPipeline extends BasePipeline<
       this.options,
       field,
     );
-    return { frames: spectrogram.frames, waveform: await vocode(this.layout, run, spectrogram) };
+    const waveform = await vocodeFrames(this.layout, run, spectrogram.data, spectrogram.frames);
+    return { frames: spectrogram.frames, waveform };
+  }
+
+  /** The vocoder's reach, measured once; undefined when its audio can only come whole. */
+  vocoderReach(): Promise<VocoderReach | undefined> {
+    this.reach ??= measureReach(this.layout, this.runner());
+    return this.reach;
+  }
+
+  async assertSegmentwise(): Promise<void> {
+    await this.vocoderReach();
+  }
+
+  async startJob(input: unknown): Promise<SpeechJob> {
+    const { text, speaker } = await this.parse(input as TextToSpeechInput, 'input');
+    const [encoded] = await this.encode([text], { truncation: false });
+    const ids = encoded?.ids ?? [];
+    const run = this.runner();
+    const decoding = await SpeechT5Decoding.start(
+      this.layout,
+      run,
+      ids,
+      speaker,
+      this.options,
+      'input',
+    );
+    const reach = await this.vocoderReach();
+    const stream = reach === undefined ? undefined : new VocoderStream(this.layout, run, reach);
+    return new SpeechJob(decoding, stream, ids.length);
+  }
+
+  /** One decoder step per text (the export decodes one text at a time). */
+  async advance(jobs: readonly SpeechJob[]): Promise<void> {
+    for (const job of jobs) {
+      const { decoding, stream } = job;
+      await decoding.step();
+      job.tokens.push(decoding.steps - 1);
+      const spectrogram = decoding.done ? decoding.spectrogram() : undefined;
+      if (spectrogram !== undefined) {
+        const whole = await vocodeFrames(
+          this.layout,
+          this.runner(),
+          spectrogram.data,
+          spectrogram.frames,
+        );
+        job.waveform = whole;
+        job.pending.push(stream === undefined ? whole : stream.rest(whole));
+        continue;
+      }
+      if (stream === undefined) continue;
+      const { data, frames } = decoding.spectrogram();
+      const samples = await stream.take(data, frames, this.options.streamFrames);
+      if (samples !== undefined) job.pending.push(samples);
+    }
+  }
+
+  textOf(): Promise<string> {
+    return Promise.resolve('');
+  }
+
+  takeAudio(job: SpeechJob): AudioChunk | undefined {
+    if (job.pending.length === 0) return undefined;
+    const samples = concat(job.pending);
+    job.pending = [];
+    return { samples, samplingRate: this.samplingRate, format: this.options.wavFormat };
+  }
+
+  result(job: SpeechJob): Promise<GenerationResult> {
+    const waveform = job.waveform ?? new Float32Array(0);
+    return Promise.resolve({
+      text: '',
+      tokenIds: [...job.tokens],
+      finishReason: job.decoding.ended ?? 'eos',
+      promptTokens: job.promptTokens,
+      generatedTokens: job.tokens.length,
+      audio: encodeWav(waveform, this.samplingRate, this.options.wavFormat),
+      samplingRate: this.samplingRate,
+    });
+  }
+
+  private runner(): RunSession {
+    return (session, feeds, outputNames) => this.infer(feeds, outputNames, session);
   }
 
   protected async runBatch(inputs: readonly TextToSpeechInput[]): Promise<TextToSpeechOutput[]> {
@@ -149,6 +261,17 @@ export class TextToSpeechPipeline extends BasePipeline<
     });
     return folderSpeaker(this.model.folder, files);
   }
+}
+
+function concat(parts: readonly Float32Array[]): Float32Array {
+  if (parts.length === 1) return parts[0] as Float32Array;
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
 
 function speechTask(task: string): TaskDefinition {

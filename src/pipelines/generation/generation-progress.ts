@@ -29,6 +29,9 @@ export interface GenerationResult {
   toolCalls?: ToolCall[];
   /** Speech recognition with returnTimestamps / returnLanguage: the transcript's chunks. */
   chunks?: TimestampedChunk[];
+  /** Speech synthesis: the whole waveform as a WAV file, and its rate. */
+  audio?: Uint8Array;
+  samplingRate?: number;
 }
 
 export interface ProgressOptions {

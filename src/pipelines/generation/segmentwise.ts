@@ -2,8 +2,17 @@
 // segment at a time, not a token at a time: Whisper decides only at a segment's end which of its
 // tokens it keeps (the rest is transcribed again from the last timestamp pair), so a token is
 // safe to stream only once its segment has ended. Each job advances one segment per step, batched
-// with every other job's segment whatever its position in its own clip.
+// with every other job's segment whatever its position in its own clip. Speech synthesis is one
+// too: a job's step is one decoder step, and its audio is final once no later frame can reach it.
+import type { WavFormat } from '../audio/wav-encode.ts';
 import type { GenerationResult } from './generation-progress.ts';
+
+/** Waveform samples that became final, and how the route writes them as WAV. */
+export interface AudioChunk {
+  samples: Float32Array;
+  samplingRate: number;
+  format: WavFormat;
+}
 
 export interface SegmentJob {
   /** Every token the job's ended segments kept, in order. */
@@ -22,6 +31,8 @@ export interface SegmentwiseGenerator<Job extends SegmentJob = SegmentJob> {
   /** The text of what the job has kept so far, as its final result would write it. */
   textOf(job: Job): Promise<string>;
   result(job: Job): Promise<GenerationResult>;
+  /** Audio that became final since the last call (speech synthesis). */
+  takeAudio?(job: Job): AudioChunk | undefined;
 }
 
 export function isSegmentwiseGenerator(pipeline: unknown): pipeline is SegmentwiseGenerator {
