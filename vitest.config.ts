@@ -7,8 +7,9 @@ import { defineConfig } from 'vitest/config';
 const HANG_GUARD_MS = 30 * 60_000;
 
 // The Kafka files that prove delivery run a second time on kafkajs (the first run uses
-// connections.kafka.client's default: platformatic for at-least-once, kafkajs for exactly-once): delivery at-least-once / exactly-once with kill -9 and
-// two workers, DLQ, SIGTERM drain, aborted inputs, generation routes, compression. The other Kafka
+// connections.kafka.client's default, platformatic, in both delivery modes): delivery
+// at-least-once / exactly-once with kill -9 and two workers, DLQ, SIGTERM drain, aborted inputs,
+// generation routes, compression. The other Kafka
 // files (broker restart, poison pills, large outputs, secured services) run once, to keep CI
 // within its time.
 const OTHER_KAFKA_CLIENT = 'kafkajs';
