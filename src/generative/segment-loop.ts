@@ -123,6 +123,10 @@ export class SegmentLoop implements StepLoop {
     }
     this.active = [];
     for (const request of running) {
+      if (request.job.error !== undefined) {
+        events.push({ kind: 'failed', id: request.id, error: serializeError(request.job.error) });
+        continue;
+      }
       try {
         if (await this.emit(request, events)) continue;
       } catch (err) {

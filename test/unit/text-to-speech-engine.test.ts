@@ -91,6 +91,35 @@ describe('SegmentLoop (text to speech)', () => {
     }
   });
 
+  it('a text whose speech outgrows max_speech_positions fails alone; the other speaks on', async () => {
+    // Python fails on this text at threshold 2.5 (goldens: speech_over_max_speech_positions); the
+    // short text stops at its max length first.
+    const pipeline = await pipelineOf({ threshold: 2.5 });
+    const alone = await pipeline.run(['Hello there.']);
+    const loop = await SegmentLoop.create(pipeline, { maxActive: 2 });
+    const events: SequenceEvent[] = [];
+    await loop.submit({ id: 1, input: 'Meeting moved to Thursday at noon.' });
+    for (let i = 0; i < 150; i += 1) events.push(...(await loop.step()));
+    await loop.submit({ id: 2, input: 'Hello there.' });
+    for (let n = 0; !loop.idle; n += 1) {
+      expect(n).toBeLessThan(1000);
+      events.push(...(await loop.step()));
+    }
+    const failed = events.find((e) => e.kind === 'failed');
+    expect(failed?.kind === 'failed' && failed.id).toBe(1);
+    expect(failed?.kind === 'failed' && failed.error.message).toMatch(
+      /did not stop within 256 frames \(max_speech_positions\)/,
+    );
+    const done = events.find((e) => e.kind === 'done');
+    expect(done?.kind === 'done' && done.id).toBe(2);
+    // The failure came while the short text was still speaking.
+    expect(events.indexOf(failed as SequenceEvent)).toBeLessThan(
+      events.indexOf(done as SequenceEvent),
+    );
+    const audio = done?.kind === 'done' ? done.result.audio : undefined;
+    expect(Buffer.from(audio ?? []).equals(Buffer.from(alone[0]?.audio ?? []))).toBe(true);
+  });
+
   it('a text that fails its first step fails alone', async () => {
     const pipeline = await pipelineOf({ speakerEmbeddings: [1, 2, 3] });
     const loop = await SegmentLoop.create(pipeline, { maxActive: 2 });

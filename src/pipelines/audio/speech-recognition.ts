@@ -95,6 +95,9 @@ class ClipJob implements SegmentJob {
   get done(): boolean {
     return clipDone(this.state);
   }
+  get error(): unknown {
+    return this.state.error;
+  }
 }
 
 export class SpeechRecognitionPipeline

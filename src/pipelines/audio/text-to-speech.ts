@@ -74,6 +74,7 @@ class SpeechJob implements SegmentJob {
   /** Samples handed out since the engine last took them. */
   pending: Float32Array[] = [];
   waveform: Float32Array | undefined;
+  error: unknown;
 
   constructor(decoding: SpeechT5Decoding, stream: VocoderStream | undefined, promptTokens: number) {
     this.decoding = decoding;
@@ -151,29 +152,35 @@ export class TextToSpeechPipeline
     return new SpeechJob(decoding, stream, ids.length);
   }
 
-  /** One decoder step per text (the export decodes one text at a time). */
+  /**
+   * One decoder step per text (the export decodes one text at a time). A text that fails (its
+   * speech outgrew max_speech_positions) fails alone: the others of the step go on.
+   */
   async advance(jobs: readonly SpeechJob[]): Promise<void> {
     for (const job of jobs) {
-      const { decoding, stream } = job;
-      await decoding.step();
-      job.tokens.push(decoding.steps - 1);
-      const spectrogram = decoding.done ? decoding.spectrogram() : undefined;
-      if (spectrogram !== undefined) {
-        const whole = await vocodeFrames(
-          this.layout,
-          this.runner(),
-          spectrogram.data,
-          spectrogram.frames,
-        );
-        job.waveform = whole;
-        job.pending.push(stream === undefined ? whole : stream.rest(whole));
-        continue;
+      try {
+        await this.advanceOne(job);
+      } catch (err) {
+        job.error = err;
       }
-      if (stream === undefined) continue;
-      const { data, frames } = decoding.spectrogram();
-      const samples = await stream.take(data, frames, this.options.streamFrames);
-      if (samples !== undefined) job.pending.push(samples);
     }
+  }
+
+  private async advanceOne(job: SpeechJob): Promise<void> {
+    const { decoding, stream } = job;
+    await decoding.step();
+    job.tokens.push(decoding.steps - 1);
+    if (decoding.done) {
+      const { data, frames } = decoding.spectrogram();
+      const whole = await vocodeFrames(this.layout, this.runner(), data, frames);
+      job.waveform = whole;
+      job.pending.push(stream === undefined ? whole : stream.rest(whole));
+      return;
+    }
+    const samples = await stream?.take(decoding.frames, this.options.streamFrames, () =>
+      decoding.spectrogram(),
+    );
+    if (samples !== undefined) job.pending.push(samples);
   }
 
   textOf(): Promise<string> {

@@ -8,7 +8,7 @@
 import { Tensor } from 'onnxruntime-node';
 import { InferenceError } from '../../errors.ts';
 import { floatData } from '../generation/kv-dtype.ts';
-import type { RunSession, SpeechT5Layout } from './speecht5-model.ts';
+import type { RunSession, SpeechT5Layout, Spectrogram } from './speecht5-model.ts';
 
 export interface VocoderReach {
   /** Waveform samples per mel frame. */
@@ -119,12 +119,12 @@ export class VocoderStream {
 
   /**
    * The samples of frames that became final, once at least `minFrames` of them are waiting;
-   * undefined otherwise. `frames` is how many the spectrogram `data` holds.
+   * undefined otherwise. `frames` is how many the spectrogram holds; it is read only then.
    */
   async take(
-    data: Float32Array,
     frames: number,
     minFrames: number,
+    spectrogram: () => Spectrogram,
   ): Promise<Float32Array | undefined> {
     const { frames: reach, hop } = this.reach;
     const end = frames - reach;
@@ -134,7 +134,7 @@ export class VocoderStream {
     const window = await vocodeFrames(
       this.layout,
       this.run,
-      data.subarray(from * bins, frames * bins),
+      spectrogram().data.subarray(from * bins, frames * bins),
       frames - from,
     );
     const samples = window.slice((this.done - from) * hop, (end - from) * hop);

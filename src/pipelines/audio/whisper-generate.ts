@@ -30,6 +30,8 @@ export interface ClipState {
   tokens: number[];
   /** How the last segment's generation ended: on <|endoftext|> or at maxNewTokens. */
   ended: 'eos' | 'length' | undefined;
+  /** Why the clip stopped short (it is done, its transcript incomplete). */
+  error?: InferenceError;
 }
 
 /** A clip's tokens (its segments' one after the other) and the language token it was prompted with. */
@@ -62,6 +64,8 @@ export async function whisperGenerate(
   const states = clips.map(startClip);
   while (states.some((s) => !clipDone(s)))
     await advanceClips(states, settings, featureSize, encode);
+  const failed = states.find((s) => s.error !== undefined);
+  if (failed?.error !== undefined) throw failed.error;
   return states.map((s) => ({ tokens: s.tokens, language: languageOf(s, settings) }));
 }
 
@@ -132,10 +136,14 @@ async function segmentStep(
     state.ended = sequence.at(-1) === settings.eosId ? 'eos' : 'length';
     if (state.ended === 'eos') sequence.pop();
     const { tokens, offset } = segmentOf(sequence, spans[row] as number, settings);
-    if (offset <= 0)
-      throw new InferenceError(
+    if (offset <= 0) {
+      // This clip alone stops; the batch path fails its batch, the engine only this request.
+      state.error = new InferenceError(
         'Whisper ended a segment on timestamp <|0.00|>: the transcription would not advance',
       );
+      state.seek = state.clip.frames;
+      return;
+    }
     state.tokens.push(...tokens);
     state.seek += offset;
   });

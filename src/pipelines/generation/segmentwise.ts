@@ -18,6 +18,8 @@ export interface SegmentJob {
   /** Every token the job's ended segments kept, in order. */
   readonly tokens: readonly number[];
   readonly done: boolean;
+  /** Set when this job alone failed in `advance`; the loop fails it and goes on with the rest. */
+  readonly error?: unknown;
 }
 
 export interface SegmentwiseGenerator<Job extends SegmentJob = SegmentJob> {
@@ -26,7 +28,7 @@ export interface SegmentwiseGenerator<Job extends SegmentJob = SegmentJob> {
   assertSegmentwise(): Promise<void>;
   /** Checks and prepares one request's input; throws InputError. */
   startJob(input: unknown): Promise<Job>;
-  /** Runs the next segment of every given job, as one batch. */
+  /** Runs the next segment of every given job, as one batch; throws when the whole step failed. */
   advance(jobs: readonly Job[]): Promise<void>;
   /** The text of what the job has kept so far, as its final result would write it. */
   textOf(job: Job): Promise<string>;
