@@ -6,10 +6,10 @@
 // not merged: an encoder–decoder's cross-attention caches have different encoder lengths, and
 // merging would copy every cached tensor once per join. Each row keeps its own
 // GenerationProgress, as in the batch paths, so a request's tokens do not depend on its cohort.
-import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
+import { serializeError } from '../errors.ts';
 import type { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
-import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import type { GenerationCohort, StepwiseGenerator } from '../pipelines/generation/stepwise.ts';
+import { cancelError, refuseRequestOptions, requestLoopStats } from './loop-requests.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
 import type { StepLoop, SubmitRequest } from './step-loop.ts';
@@ -67,25 +67,13 @@ export class CohortLoop implements StepLoop {
   }
 
   stats(): LoopStats {
-    return {
-      waiting: this.waiting.length,
-      active: this.activeRows(),
-      reservedKvTokens: 0,
-      batchKvTokens: 0,
-      prefixCache: NO_PREFIX_CACHE_STATS,
-    };
+    return requestLoopStats(this.waiting.length, this.activeRows());
   }
 
   /** Prepares the input now, so one the model cannot read fails at once, not at its first step. */
   async submit(request: SubmitRequest): Promise<SequenceEvent | undefined> {
     try {
-      if (request.options !== undefined && Object.keys(request.options).length > 0) {
-        throw new InputError(
-          `${this.pipeline.task} on the generative engine runs with its pipeline's options; ` +
-            'per-request generation options are for textGeneration (remove generation.optionsField)',
-          { field: 'options' },
-        );
-      }
+      refuseRequestOptions(this.pipeline.task, request.options);
       const prepared = await this.pipeline.prepareInput(request.input);
       this.waiting.push({ id: request.id, prepared, deadlineAt: request.deadlineAt });
       return undefined;
@@ -173,14 +161,19 @@ export class CohortLoop implements StepLoop {
     }
     this.waiting = this.waiting.filter((request) => {
       if (request.cancelled === undefined) return true;
-      this.fail(request, this.cancelError(request, 0), events);
+      this.fail(request, cancelError(this.pipeline.task, request.cancelled, 0), events);
       return false;
     });
     for (const cohort of this.cohorts) {
       const keep: number[] = [];
       cohort.rows.forEach((row, i) => {
         if (row.request.cancelled === undefined) keep.push(i);
-        else this.fail(row.request, this.cancelError(row.request, row.emitted), events);
+        else
+          this.fail(
+            row.request,
+            cancelError(this.pipeline.task, row.request.cancelled, row.emitted),
+            events,
+          );
       });
       this.keepRows(
         cohort,
@@ -199,13 +192,6 @@ export class CohortLoop implements StepLoop {
     if (keep.length > 0) cohort.decoder.select(keep);
     cohort.rows = keep.map((i) => cohort.rows[i] as Row);
     cohort.tokens = tokens;
-  }
-
-  private cancelError(request: Request, tokens: number): Error {
-    const task = this.pipeline.task;
-    return request.cancelled === 'deadline'
-      ? new DeadlineExceededError(`${task}: the request's deadline passed after ${tokens} tokens`)
-      : new CancelledError(`${task}: the request was cancelled after ${tokens} tokens`);
   }
 
   private fail(request: Request, err: unknown, events: SequenceEvent[]): void {

@@ -6,13 +6,13 @@
 // (the bytes of one character may straddle two segments), and a request's last token event is
 // held until its next segment so the rest of the text always has an event to ride on. Audio that
 // became final (speech synthesis) rides on the first event a step emits or holds.
-import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
-import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
+import { serializeError } from '../errors.ts';
 import type {
   AudioChunk,
   SegmentJob,
   SegmentwiseGenerator,
 } from '../pipelines/generation/segmentwise.ts';
+import { cancelError, refuseRequestOptions, requestLoopStats } from './loop-requests.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import type { CancelReason } from './sequence.ts';
 import type { StepLoop, SubmitRequest } from './step-loop.ts';
@@ -67,25 +67,13 @@ export class SegmentLoop implements StepLoop {
   }
 
   stats(): LoopStats {
-    return {
-      waiting: this.waiting.length,
-      active: this.active.length,
-      reservedKvTokens: 0,
-      batchKvTokens: 0,
-      prefixCache: NO_PREFIX_CACHE_STATS,
-    };
+    return requestLoopStats(this.waiting.length, this.active.length);
   }
 
   /** Reads the input now, so one the model cannot read fails at once, not at its first step. */
   async submit(request: SubmitRequest): Promise<SequenceEvent | undefined> {
     try {
-      if (request.options !== undefined && Object.keys(request.options).length > 0) {
-        throw new InputError(
-          `${this.pipeline.task} on the generative engine runs with its pipeline's options; ` +
-            'per-request generation options are for textGeneration (remove generation.optionsField)',
-          { field: 'options' },
-        );
-      }
+      refuseRequestOptions(this.pipeline.task, request.options);
       const job = await this.pipeline.startJob(request.input);
       this.waiting.push({
         id: request.id,
@@ -178,20 +166,14 @@ export class SegmentLoop implements StepLoop {
       events.push({
         kind: 'failed',
         id: request.id,
-        error: serializeError(this.cancelError(request)),
+        error: serializeError(
+          cancelError(this.pipeline.task, request.cancelled, request.job.tokens.length),
+        ),
       });
       return false;
     };
     this.waiting = this.waiting.filter(keep);
     this.active = this.active.filter(keep);
-  }
-
-  private cancelError(request: Request): Error {
-    const task = this.pipeline.task;
-    const tokens = request.job.tokens.length;
-    return request.cancelled === 'deadline'
-      ? new DeadlineExceededError(`${task}: the request's deadline passed after ${tokens} tokens`)
-      : new CancelledError(`${task}: the request was cancelled after ${tokens} tokens`);
   }
 }
 

@@ -58,6 +58,35 @@ export async function readJsonl<T = Record<string, unknown>>(path: string): Prom
     .map((l) => JSON.parse(l) as T);
 }
 
+/** What every streamed generation record has at its output field. */
+export interface StreamedValue {
+  requestId: string;
+  sequence: number;
+  final: boolean;
+}
+
+/**
+ * A streamed route's output, by input id: each request's records (partials, then the final) in
+ * the order written. Only a final carries the input record (`id`); partials carry its request id.
+ */
+export async function readStreams<V extends StreamedValue>(
+  path: string,
+  field: string,
+): Promise<Map<string, V[]>> {
+  const written = await readJsonl<Record<string, unknown>>(path);
+  const values = written.map((r) => r[field] as V);
+  const streams = new Map<string, V[]>();
+  for (const record of written) {
+    if (typeof record['id'] !== 'string') continue;
+    const { requestId } = record[field] as V;
+    streams.set(
+      record['id'],
+      values.filter((v) => v.requestId === requestId),
+    );
+  }
+  return streams;
+}
+
 export const readDeadLetters = (path: string): Promise<DeadLetter[]> => readJsonl<DeadLetter>(path);
 
 type WorkerConfig = Parameters<typeof StreamWorker.start>[0];

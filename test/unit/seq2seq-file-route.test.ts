@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { readGoldens } from '../parity/goldens.ts';
-import { readJsonl, runToEnd, scratchDir, writeJsonl } from '../helpers/file-route.ts';
+import {
+  readJsonl,
+  readStreams,
+  runToEnd,
+  scratchDir,
+  writeJsonl,
+  type StreamedValue,
+} from '../helpers/file-route.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MODEL = 'bart-summarization';
@@ -83,22 +90,13 @@ routes:
     output: { field: summary, stream: { everyTokens: 4 } }
     sink: { type: file, path: ${dir.quoted('streamed-out.jsonl')} }
 `);
-    const written = await readJsonl<{
-      id?: string;
-      summary: {
-        requestId: string;
-        final: boolean;
-        delta: string;
-        sequence: number;
-        text?: string;
-      };
-    }>(dir.file('streamed-out.jsonl'));
     // Partials carry only the request id (not the input record); the final carries both.
+    const streams = await readStreams<StreamedValue & { delta: string; text?: string }>(
+      dir.file('streamed-out.jsonl'),
+      'summary',
+    );
     for (const [i, summary] of expected.entries()) {
-      const requestId = written.find((r) => r.id === `doc-${i}`)?.summary.requestId;
-      const records = written
-        .filter((r) => r.summary.requestId === requestId)
-        .map((r) => r.summary);
+      const records = streams.get(`doc-${i}`) ?? [];
       const final = records.at(-1);
       expect(final?.final).toBe(true);
       expect(final?.text).toBe(summary.summary_text);

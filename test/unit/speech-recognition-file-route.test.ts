@@ -12,9 +12,11 @@ import { toneWav } from '../helpers/tone-wav.ts';
 import {
   readDeadLetters,
   readJsonl,
+  readStreams,
   runToEnd,
   scratchDir,
   writeJsonl,
+  type StreamedValue,
 } from '../helpers/file-route.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'whisper-speech-recognition');
@@ -124,31 +126,19 @@ routes:
     dlq: { type: file, path: ${dir.quoted('streamed-dlq.jsonl')} }
 `);
     expect(await readDeadLetters(dir.file('streamed-dlq.jsonl'))).toEqual([]);
-    const written = await readJsonl<{
-      id?: string;
-      transcript: {
-        requestId: string;
-        final: boolean;
-        delta: string;
-        sequence: number;
-        text?: string;
-        chunks?: unknown[];
-      };
-    }>(dir.file('streamed-out.jsonl'));
+    const streams = await readStreams<
+      StreamedValue & { delta: string; text?: string; chunks?: unknown[] }
+    >(dir.file('streamed-out.jsonl'), 'transcript');
     for (const [i, id] of ['long', 'clip-0', 'clip-1', 'clip-2'].entries()) {
-      const requestId = written.find((r) => r.id === id)?.transcript.requestId;
-      const stream = written.filter((r) => r.transcript.requestId === requestId);
-      const final = stream.at(-1)?.transcript;
+      const stream = streams.get(id) ?? [];
+      const final = stream.at(-1);
       expect(final?.final).toBe(true);
       expect(final?.text).toBe(expected[i]?.text);
       expect(final?.chunks).toEqual(expected[i]?.chunks);
-      expect(stream.map((r) => r.transcript.sequence)).toEqual(stream.map((_, n) => n));
-      expect(stream.map((r) => r.transcript.delta).join('')).toBe(expected[i]?.text);
+      expect(stream.map((r) => r.sequence)).toEqual(stream.map((_, n) => n));
+      expect(stream.map((r) => r.delta).join('')).toBe(expected[i]?.text);
     }
     // The 45 s clip's first segments were written before it ended.
-    const longStream = written.filter(
-      (r) => r.transcript.requestId === written.find((w) => w.id === 'long')?.transcript.requestId,
-    );
-    expect(longStream.filter((r) => !r.transcript.final).length).toBeGreaterThan(0);
+    expect(streams.get('long')?.filter((r) => !r.final).length).toBeGreaterThan(0);
   });
 });

@@ -10,9 +10,11 @@ import { readGoldens } from '../parity/goldens.ts';
 import {
   readDeadLetters,
   readJsonl,
+  readStreams,
   runToEnd,
   scratchDir,
   writeJsonl,
+  type StreamedValue,
 } from '../helpers/file-route.ts';
 
 const MODEL = 'speecht5-text-to-speech';
@@ -125,24 +127,15 @@ routes:
     dlq: { type: file, path: ${dir.quoted('streamed-dlq.jsonl')} }
 `);
     expect(await readDeadLetters(dir.file('streamed-dlq.jsonl'))).toEqual([]);
-    const written = await readJsonl<{
-      id?: string;
-      wav: {
-        requestId: string;
-        final: boolean;
-        sequence: number;
-        audioDelta?: string;
-        audio?: string;
-        samplingRate?: number;
-      };
-    }>(dir.file('streamed-out.jsonl'));
+    const streams = await readStreams<
+      StreamedValue & { audioDelta?: string; audio?: string; samplingRate?: number }
+    >(dir.file('streamed-out.jsonl'), 'wav');
     const samplesOf = async (base64: string): Promise<number[]> =>
       Array.from(
         (await decodeAudio(new Uint8Array(Buffer.from(base64, 'base64')), 'wav')).channels[0] ?? [],
       );
     for (const [i, expected] of threshold.output.entries()) {
-      const requestId = written.find((r) => r.id === `t-${i}`)?.wav.requestId;
-      const stream = written.filter((r) => r.wav.requestId === requestId).map((r) => r.wav);
+      const stream = streams.get(`t-${i}`) ?? [];
       const final = stream.at(-1);
       expect(final?.final).toBe(true);
       expect(stream.map((r) => r.sequence)).toEqual(stream.map((_, n) => n));
