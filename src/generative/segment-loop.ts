@@ -7,6 +7,7 @@
 // held until its next segment so the rest of the text always has an event to ride on. Audio that
 // became final (speech synthesis) rides on the first event a step emits or holds.
 import { serializeError } from '../errors.ts';
+import { concatSamples } from '../pipelines/audio/samples.ts';
 import type {
   AudioChunk,
   SegmentJob,
@@ -101,15 +102,14 @@ export class SegmentLoop implements StepLoop {
     if (room > 0) this.active.push(...this.waiting.splice(0, room));
     if (this.active.length === 0) return events;
     const running = this.active;
+    this.active = [];
     try {
       await this.pipeline.advance(running.map((r) => r.job));
     } catch (err) {
       for (const request of running)
         events.push({ kind: 'failed', id: request.id, error: serializeError(err) });
-      this.active = [];
       return events;
     }
-    this.active = [];
     for (const request of running) {
       if (request.job.error !== undefined) {
         events.push({ kind: 'failed', id: request.id, error: serializeError(request.job.error) });
@@ -180,10 +180,7 @@ export class SegmentLoop implements StepLoop {
 /** A held event's audio and the step's, one after the other. */
 function joined(held: AudioChunk | undefined, next: AudioChunk): AudioChunk {
   if (held === undefined) return next;
-  const samples = new Float32Array(held.samples.length + next.samples.length);
-  samples.set(held.samples);
-  samples.set(next.samples, held.samples.length);
-  return { ...next, samples };
+  return { ...next, samples: concatSamples([held.samples, next.samples]) };
 }
 
 /** The text without its trailing U+FFFD: bytes that may still become a character. */

@@ -18,6 +18,7 @@ import {
 import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
 import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
 import type { AudioChunk } from '../pipelines/generation/segmentwise.ts';
+import { concatSamples } from '../pipelines/audio/samples.ts';
 import { encodeWav } from '../pipelines/audio/wav-encode.ts';
 import { getPath } from './field-path.ts';
 import {
@@ -158,12 +159,7 @@ class AudioDelta {
   take(): string | undefined {
     const last = this.chunks.at(-1);
     if (last === undefined) return undefined;
-    const samples = new Float32Array(this.chunks.reduce((n, c) => n + c.samples.length, 0));
-    let at = 0;
-    for (const chunk of this.chunks) {
-      samples.set(chunk.samples, at);
-      at += chunk.samples.length;
-    }
+    const samples = concatSamples(this.chunks.map((c) => c.samples));
     this.chunks = [];
     return Buffer.from(encodeWav(samples, last.samplingRate, last.format)).toString('base64');
   }

@@ -22,6 +22,16 @@ import {
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'whisper-speech-recognition');
 const dir = scratchDir('asr-route');
 
+/** `{id: clip-N, audio}` records of the fixture's clips, each file in base64. */
+function clipRecords(clips: readonly string[]): Promise<{ id: string; audio: string }[]> {
+  return Promise.all(
+    clips.map(async (clip, i) => ({
+      id: `clip-${i}`,
+      audio: (await readFile(join(MODEL, clip))).toString('base64'),
+    })),
+  );
+}
+
 describe('automaticSpeechRecognition file route', () => {
   it("writes Python's transcripts in order and dead-letters corrupt and over-long audio", async () => {
     const golden = readGoldens('whisper-speech-recognition').pipeline.find(
@@ -30,12 +40,7 @@ describe('automaticSpeechRecognition file route', () => {
     const clips = (golden?.call.inputs ?? []) as string[];
     const expected = (golden?.output ?? []) as { text: string }[];
     expect(clips.length).toBe(3);
-    const records: unknown[] = await Promise.all(
-      clips.map(async (clip, i) => ({
-        id: `clip-${i}`,
-        audio: (await readFile(join(MODEL, clip))).toString('base64'),
-      })),
-    );
+    const records: unknown[] = await clipRecords(clips);
     const corrupt = Buffer.concat([
       Buffer.from('RIFF\x10\x00\x00\x00WAVEjunk'),
       Buffer.alloc(64, 9),
@@ -99,12 +104,7 @@ routes:
         id: 'long',
         audio: Buffer.from(encodeWav(longSignal(), 16_000, 'float32')).toString('base64'),
       },
-      ...(await Promise.all(
-        clips.map(async (clip, i) => ({
-          id: `clip-${i}`,
-          audio: (await readFile(join(MODEL, clip))).toString('base64'),
-        })),
-      )),
+      ...(await clipRecords(clips)),
     ];
     await writeJsonl(dir.file('streamed-in.jsonl'), records);
     await runToEnd(`

@@ -10,6 +10,7 @@ import {
   TextToSpeechPipeline,
   type TextToSpeechOptions,
 } from '../../src/pipelines/audio/text-to-speech.ts';
+import { concatSamples } from '../../src/pipelines/audio/samples.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { readGoldens } from '../parity/goldens.ts';
 
@@ -40,16 +41,6 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let max = 0;
   for (let i = 0; i < a.length; i += 1) max = Math.max(max, Math.abs(a[i]! - b[i]!));
   return max;
-}
-
-function concat(parts: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 describe('SegmentLoop (text to speech)', () => {
@@ -86,8 +77,8 @@ describe('SegmentLoop (text to speech)', () => {
       // Audio came out before the text's last step, in more than one piece.
       const beforeLast = tokens.slice(0, -1).filter((e) => e.audio !== undefined);
       expect(beforeLast.length).toBeGreaterThan(1);
-      expect(maxDiff(concat(pieces), batch[id]?.waveform ?? [])).toBeLessThanOrEqual(1e-5);
-      expect(maxDiff(concat(pieces), output[id]?.audio ?? [])).toBeLessThanOrEqual(1e-4);
+      expect(maxDiff(concatSamples(pieces), batch[id]?.waveform ?? [])).toBeLessThanOrEqual(1e-5);
+      expect(maxDiff(concatSamples(pieces), output[id]?.audio ?? [])).toBeLessThanOrEqual(1e-4);
     }
   });
 

@@ -108,6 +108,7 @@ export class SpeechRecognitionPipeline
   private readonly features: WhisperFeatures;
   private readonly inputName: string;
   private settings: Promise<WhisperSettings> | undefined;
+  private vocab: WhisperVocabulary | undefined;
 
   constructor(model: LoadedModel, options: SpeechRecognitionOptions = {}) {
     super(TASK, model, speechRecognitionOptionsSchema, options);
@@ -190,7 +191,7 @@ export class SpeechRecognitionPipeline
   private transcriptOf(chunks: TranscribedChunk[], settings: WhisperSettings): Promise<Transcript> {
     return decodeTranscript(
       chunks,
-      this.vocabulary(settings),
+      this.vocabularyOf(settings),
       this.options.returnTimestamps,
       settings.timePrecision,
       settings.segmentFrames / settings.inputStride,
@@ -331,6 +332,12 @@ export class SpeechRecognitionPipeline
     const dims = [rows, this.features.featureSize, settings.segmentFrames];
     const feeds = { [this.inputName]: new Tensor('float32', features, dims) };
     return new Seq2SeqDecoder(this.layout, await runEncoder(this.layout, feeds, run), run);
+  }
+
+  /** Built once: the engine decodes a transcript after every segment. */
+  private vocabularyOf(settings: WhisperSettings): WhisperVocabulary {
+    this.vocab ??= this.vocabulary(settings);
+    return this.vocab;
   }
 
   private vocabulary(settings: WhisperSettings): WhisperVocabulary {

@@ -14,6 +14,7 @@ import type { GenerationResult } from '../generation/generation-progress.ts';
 import type { AudioChunk, SegmentJob, SegmentwiseGenerator } from '../generation/segmentwise.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import { concatSamples } from './samples.ts';
 import { folderSpeaker, readSpeakerFile, SPEAKER_FILES } from './speaker-embeddings.ts';
 import {
   generateSpectrogram,
@@ -189,7 +190,7 @@ export class TextToSpeechPipeline
 
   takeAudio(job: SpeechJob): AudioChunk | undefined {
     if (job.pending.length === 0) return undefined;
-    const samples = concat(job.pending);
+    const samples = concatSamples(job.pending);
     job.pending = [];
     return { samples, samplingRate: this.samplingRate, format: this.options.wavFormat };
   }
@@ -268,17 +269,6 @@ export class TextToSpeechPipeline
     });
     return folderSpeaker(this.model.folder, files);
   }
-}
-
-function concat(parts: readonly Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0] as Float32Array;
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 function speechTask(task: string): TaskDefinition {
