@@ -8,7 +8,7 @@
 // what it weighs on real records. From the engine's per-batch compute time (measured inside the
 // inference thread) the gap splits into the thread's own work beyond session.run and the trip
 // between threads. Options: --texts N (default 1500), --long-texts N (300), --rounds N (3, the
-// best of each is kept), --models fp32,int8. Ends with one JSON line.
+// best of each is kept; raw and ours alternate), --models fp32,int8. Ends with one JSON line.
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -18,6 +18,7 @@ import { loadTexts } from './lib/corpus.ts';
 import { allAtOnce } from './lib/engine-runs.ts';
 import { RawPool, sortedBatches } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
+import { cpuByThreadKind, cpuPerRecord } from './lib/thread-cpu.ts';
 
 const { values } = parseArgs({
   options: {
@@ -56,12 +57,8 @@ interface SetFigures {
   in_thread_ms: number;
   /** ... and the rest: main-thread pricing, queue, dispatch, messages both ways. */
   outside_ms: number;
-}
-
-async function best(run: () => Promise<number>): Promise<number> {
-  let top = 0;
-  for (let i = 0; i < rounds; i += 1) top = Math.max(top, await run());
-  return top;
+  /** CPU per record by thread kind (bench/lib/thread-cpu.ts), over every round of each. */
+  cpu_ms_per_record: { raw: Record<string, number>; ours: Record<string, number> };
 }
 
 async function measure(
@@ -71,17 +68,27 @@ async function measure(
   texts: string[],
 ): Promise<SetFigures> {
   const batches = sortedBatches(rows, 1);
-  const rawRate = await best(async () => {
+  let rawRate = 0;
+  let oursRate = 0;
+  let computeMs = Infinity;
+  const cpu = { raw: new Map<string, number>(), ours: new Map<string, number>() };
+  const tally = (into: Map<string, number>, before: Map<string, number>): void => {
+    for (const [kind, ms] of cpuByThreadKind())
+      into.set(kind, (into.get(kind) ?? 0) + ms - (before.get(kind) ?? 0));
+  };
+  // Turns alternate, so that a slow spell of the machine falls on both contenders.
+  for (let i = 0; i < rounds; i += 1) {
+    let before = cpuByThreadKind();
     const t0 = performance.now();
     await pool.run(batches);
-    return rows.length / ((performance.now() - t0) / 1000);
-  });
-  let computeMs = Infinity;
-  const oursRate = await best(async () => {
+    rawRate = Math.max(rawRate, rows.length / ((performance.now() - t0) / 1000));
+    tally(cpu.raw, before);
+    before = cpuByThreadKind();
     const run = await allAtOnce(engine, texts);
+    tally(cpu.ours, before);
     computeMs = Math.min(computeMs, run.stats.computeMs / run.stats.items);
-    return run.recordsPerSecond;
-  });
+    oursRate = Math.max(oursRate, run.recordsPerSecond);
+  }
   const rawMs = (cores * 1000) / rawRate;
   const oursMs = (cores * 1000) / oursRate;
   return {
@@ -92,6 +99,10 @@ async function measure(
     overhead_ms: round(oursMs - rawMs),
     in_thread_ms: round(computeMs - rawMs),
     outside_ms: round(oursMs - computeMs),
+    cpu_ms_per_record: {
+      raw: cpuPerRecord(new Map(), cpu.raw, rows.length * rounds),
+      ours: cpuPerRecord(new Map(), cpu.ours, rows.length * rounds),
+    },
   };
 }
 

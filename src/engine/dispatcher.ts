@@ -1,5 +1,5 @@
 // Moves batches from the pipelines' queues to the shards. A shard takes a batch whenever it has
-// room (a free thread, or the one prefetch slot); queues are visited round-robin so one busy
+// room (each thread holds a running batch and the next one); queues are visited round-robin so one busy
 // pipeline cannot hold the others back; a timer wakes the loop when the oldest waiting item's
 // maxWaitMs runs out.
 import { CancelledError, DeadlineExceededError, InputError } from '../errors.ts';

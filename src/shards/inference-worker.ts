@@ -4,10 +4,12 @@ import { performance } from 'node:perf_hooks';
 import { threadId, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { serializeError } from '../errors.ts';
+import { BusyClock } from './busy-clock.ts';
 import { createHugot, type Hugot } from '../hugot.ts';
 import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 
 let loading: Promise<Hugot> | undefined;
+const clock = new BusyClock(() => performance.now());
 
 function load(): Promise<Hugot> {
   loading ??= (async () => {
@@ -36,7 +38,7 @@ export default async function handle(request: WorkerRequest): Promise<WorkerResp
           kind: 'outputs',
           outputs,
           threadId,
-          computeMs: performance.now() - started,
+          computeMs: clock.finish(started),
         };
         return withTransfers(response, transferables(outputs));
       }

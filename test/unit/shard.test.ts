@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClosedError, InputError, WorkerCrashedError } from '../../src/errors.ts';
 import { silentLogger, type Logger } from '../../src/logger.ts';
-import { Shard } from '../../src/shards/shard.ts';
+import { BATCHES_PER_THREAD, Shard } from '../../src/shards/shard.ts';
 import { compileShard } from '../../src/shards/shard-spec.ts';
 
 const WORKER = join(import.meta.dirname, '..', 'fixtures', 'workers', 'scripted-worker.ts');
@@ -33,19 +33,36 @@ afterAll(async () => {
 });
 
 describe('shard of real worker threads', () => {
-  it('runs batches and accepts one more batch than it has threads', async () => {
+  it('runs batches and hands each thread its next batch while it runs one', async () => {
     const s = shard(2);
     await s.warmup();
-    expect(s.capacity).toBe(3);
+    expect(s.capacity).toBe(2 * BATCHES_PER_THREAD);
     const runs = [
       s.run('script', ['slow:50:a']),
       s.run('script', ['slow:50:b']),
       s.run('script', ['echo:c']),
+      s.run('script', ['echo:d']),
     ];
-    expect(s.inFlight).toBe(3);
+    expect(s.inFlight).toBe(4);
     expect(s.hasRoom).toBe(false);
-    expect((await Promise.all(runs)).map((r) => r.outputs)).toEqual([['a'], ['b'], ['c']]);
+    const replies = await Promise.all(runs);
+    expect(replies.map((r) => r.outputs)).toEqual([['a'], ['b'], ['c'], ['d']]);
     expect(s.inFlight).toBe(0);
+  });
+
+  it('has a thread take its next batch while the one it runs awaits', async () => {
+    const s = shard(1);
+    await s.warmup();
+    const finished: string[] = [];
+    const note = (name: string) => (r: { outputs: unknown[] }) => {
+      finished.push(name);
+      return r.outputs;
+    };
+    const slow = s.run('script', ['slow:300:slow']).then(note('slow'));
+    const quick = s.run('script', ['echo:quick']).then(note('quick'));
+    expect(await Promise.all([slow, quick])).toEqual([['slow'], ['quick']]);
+    // With one batch per thread, the quick one would have waited for the slow one's reply.
+    expect(finished).toEqual(['quick', 'slow']);
   });
 
   it('replaces a thread that crashed and retries its batch once, on another thread', async () => {
@@ -99,11 +116,16 @@ describe('shard of real worker threads', () => {
     // Warm first: the running batch must be on the thread, not queued behind its start-up, and a
     // thread may take far longer than any fixed sleep to start on a loaded machine.
     await s.warmup();
-    const running = s.run('script', ['slow:1000:done']);
+    // A thread holds BATCHES_PER_THREAD batches; one more waits in the pool's queue.
+    const onThread = Array.from({ length: BATCHES_PER_THREAD }, (_, i) =>
+      s.run('script', [`slow:1000:done ${i}`]),
+    );
     const waiting = s.run('script', ['slow:1000:late']);
     const failed = expect(waiting).rejects.toThrow(ClosedError);
     await s.abort();
-    await expect(running).resolves.toMatchObject({ outputs: ['done'] });
+    expect((await Promise.all(onThread)).map((r) => r.outputs)).toEqual(
+      onThread.map((_, i) => [`done ${i}`]),
+    );
     await failed;
   });
 });

@@ -226,16 +226,19 @@ export class TextTokenizer {
   ): Promise<TokenizedText[]> {
     const tokenizer = this.instance(options);
     const encodeOptions = { addSpecialTokens: options.addSpecialTokens ?? true };
-    // encodeBatch takes single sequences only; pairs go through encode one by one.
-    const encodings = inputs.every((input) => typeof input === 'string')
-      ? await tokenizer.encodeBatch([...inputs], encodeOptions)
-      : await Promise.all(
-          inputs.map((input) =>
-            typeof input === 'string'
-              ? tokenizer.encode(input, null, encodeOptions)
-              : this.encodePair(tokenizer, input, options),
-          ),
-        );
+    // encodeBatch takes single sequences only; pairs go through encode one by one. So does a lone
+    // text (CPU batches are mostly of one record): encodeBatch of one costs ~10 % more than encode
+    // (0.40 against 0.36 ms for a 256-token e-mail, identical encodings).
+    const encodings =
+      inputs.length > 1 && inputs.every((input) => typeof input === 'string')
+        ? await tokenizer.encodeBatch([...inputs], encodeOptions)
+        : await Promise.all(
+            inputs.map((input) =>
+              typeof input === 'string'
+                ? tokenizer.encode(input, null, encodeOptions)
+                : this.encodePair(tokenizer, input, options),
+            ),
+          );
     return encodings.map((e) => ('ids' in e ? e : toTokenized(e)));
   }
 
