@@ -37,7 +37,7 @@ export class Shard {
   readonly spec: ShardSpec;
   /** Batches it accepts at once: BATCHES_PER_THREAD on each thread (one running, one waiting). */
   readonly capacity: number;
-  /** Threads that died under a batch (each one piscina replaced). */
+  /** Batch runs cut short by their thread's death (a thread holds up to two batches). */
   crashes = 0;
   private running = 0;
   private closed = false;
@@ -129,7 +129,10 @@ export class Shard {
         'inference thread died; retrying the batch once',
       );
       try {
-        return await this.pool.run(request);
+        // A thread holds two batches, so the first death may have been the other batch's doing.
+        // The retry runs alone: piscina puts a task that carries a signal only on an idle thread
+        // and gives that thread nothing else meanwhile, so a second death is this batch's own.
+        return await this.pool.run(request, { signal: new AbortController().signal });
       } catch (second) {
         this.crashes += 1;
         throw new WorkerCrashedError(

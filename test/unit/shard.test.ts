@@ -84,6 +84,17 @@ describe('shard of real worker threads', () => {
     ).toEqual([['x'], ['y']]);
   });
 
+  it('retries a batch that died beside a crashing one alone, so only the culprit fails', async () => {
+    const s = shard(1);
+    await s.warmup();
+    // Both batches are on the one thread when it dies; both retries would share its replacement
+    // (and die together again) unless each retry runs alone.
+    const culprit = s.run('script', ['crash']);
+    const bystander = s.run('script', ['echo:unharmed']);
+    await expect(culprit).rejects.toThrow(WorkerCrashedError);
+    expect((await bystander).outputs).toEqual(['unharmed']);
+  });
+
   it('fails a batch that kills its thread twice with a clear error, and keeps serving', async () => {
     const s = shard(2);
     const attempt = s.run('script', ['crash']);
