@@ -18,7 +18,7 @@ import { loadTexts } from './lib/corpus.ts';
 import { allAtOnce } from './lib/engine-runs.ts';
 import { RawPool, sortedBatches } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
-import { cpuByThreadKind, cpuPerRecord } from './lib/thread-cpu.ts';
+import { addCpuSince, cpuByThreadKind, cpuPerRecord } from './lib/thread-cpu.ts';
 
 const { values } = parseArgs({
   options: {
@@ -72,20 +72,16 @@ async function measure(
   let oursRate = 0;
   let computeMs = Infinity;
   const cpu = { raw: new Map<string, number>(), ours: new Map<string, number>() };
-  const tally = (into: Map<string, number>, before: Map<string, number>): void => {
-    for (const [kind, ms] of cpuByThreadKind())
-      into.set(kind, (into.get(kind) ?? 0) + ms - (before.get(kind) ?? 0));
-  };
   // Turns alternate, so that a slow spell of the machine falls on both contenders.
   for (let i = 0; i < rounds; i += 1) {
     let before = cpuByThreadKind();
     const t0 = performance.now();
     await pool.run(batches);
     rawRate = Math.max(rawRate, rows.length / ((performance.now() - t0) / 1000));
-    tally(cpu.raw, before);
+    addCpuSince(cpu.raw, before);
     before = cpuByThreadKind();
     const run = await allAtOnce(engine, texts);
-    tally(cpu.ours, before);
+    addCpuSince(cpu.ours, before);
     computeMs = Math.min(computeMs, run.stats.computeMs / run.stats.items);
     oursRate = Math.max(oursRate, run.recordsPerSecond);
   }
@@ -100,8 +96,8 @@ async function measure(
     in_thread_ms: round(computeMs - rawMs),
     outside_ms: round(oursMs - computeMs),
     cpu_ms_per_record: {
-      raw: cpuPerRecord(new Map(), cpu.raw, rows.length * rounds),
-      ours: cpuPerRecord(new Map(), cpu.ours, rows.length * rounds),
+      raw: cpuPerRecord(cpu.raw, rows.length * rounds),
+      ours: cpuPerRecord(cpu.ours, rows.length * rounds),
     },
   };
 }

@@ -30,15 +30,17 @@ export function cpuByThreadKind(): Map<string, number> {
   return kinds;
 }
 
-/** Per-record CPU milliseconds by thread kind between two readings (kinds under 0.01 left out). */
-export function cpuPerRecord(
-  before: Map<string, number>,
-  after: Map<string, number>,
-  records: number,
-): Record<string, number> {
+/** Adds the CPU each thread kind spent since `before` into `totals`. */
+export function addCpuSince(totals: Map<string, number>, before: Map<string, number>): void {
+  for (const [kind, ms] of cpuByThreadKind())
+    totals.set(kind, (totals.get(kind) ?? 0) + ms - (before.get(kind) ?? 0));
+}
+
+/** Per-record CPU milliseconds by thread kind (kinds under 0.01 left out), largest first. */
+export function cpuPerRecord(totals: Map<string, number>, records: number): Record<string, number> {
   const out: [string, number][] = [];
-  for (const [kind, ms] of after) {
-    const per = (ms - (before.get(kind) ?? 0)) / records;
+  for (const [kind, ms] of totals) {
+    const per = ms / records;
     if (per >= 0.01) out.push([kind, Math.round(per * 1000) / 1000]);
   }
   return Object.fromEntries(out.sort((a, b) => b[1] - a[1]));

@@ -1,7 +1,7 @@
 // Moves batches from the pipelines' queues to the shards. A shard takes a batch whenever it has
-// room (each thread holds a running batch and the next one); queues are visited round-robin so one busy
-// pipeline cannot hold the others back; a timer wakes the loop when the oldest waiting item's
-// maxWaitMs runs out.
+// room (each thread holds a running batch and the next one); queues are visited round-robin so
+// one busy pipeline cannot hold the others back; a timer wakes the loop when the oldest waiting
+// item's maxWaitMs runs out.
 import { CancelledError, DeadlineExceededError, InputError } from '../errors.ts';
 import type { BatchQueue, QueueItem } from '../batching/batch-queue.ts';
 import type { Shard } from '../shards/shard.ts';
