@@ -90,7 +90,7 @@ def llama_100m(dest: Path) -> dict:
     model.generation_config.save_pretrained(dest)
     tokenizer_kit.save(tokenizer, dest)
     exported = causal_lm.export_with_past(model, tokenizer, dest / "model.onnx")
-    parity = onnx_export.check_parity(dest / "model.onnx", exported.reference, [exported.prefill, exported.decode])
+    parity = onnx_export.check_parity(dest / "model.onnx", exported.reference, [exported.prefill, exported.decode, *exported.shared])
     return {"parameters": sum(p.numel() for p in model.parameters()), "parity": parity}
 
 

@@ -4,7 +4,9 @@
 // ~100M model (docs/generative.md), one more session.run costs about as much as ~1000 cached
 // token-rows; rows sorted by cached length are cut into the groups that minimise
 // sum(runCost + rows x longest span), an exact dynamic programme over at most maxActive rows.
-import type { KvLayout, KvState } from '../pipelines/generation/kv-cache.ts';
+// Rows that start from different shared prefixes (kv-cache.ts) cannot share a run: each prefix's
+// rows are cut on their own, their spans counting only their own columns.
+import type { KvLayout, KvState, SharedPrefix } from '../pipelines/generation/kv-cache.ts';
 import { assembleRows, realSpan, type KvRowRef } from './kv-batch.ts';
 
 export interface DecodeGroup<S> {
@@ -19,6 +21,20 @@ export interface GroupMember<S> {
 }
 
 export function formGroups<S>(
+  layout: KvLayout,
+  members: readonly GroupMember<S>[],
+  runCostTokens: number,
+): DecodeGroup<S>[] {
+  const byPrefix = new Map<SharedPrefix | undefined, GroupMember<S>[]>();
+  for (const m of members) {
+    const list = byPrefix.get(m.ref.state.shared);
+    if (list === undefined) byPrefix.set(m.ref.state.shared, [m]);
+    else list.push(m);
+  }
+  return [...byPrefix.values()].flatMap((part) => cutGroups(layout, part, runCostTokens));
+}
+
+function cutGroups<S>(
   layout: KvLayout,
   members: readonly GroupMember<S>[],
   runCostTokens: number,

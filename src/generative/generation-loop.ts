@@ -13,10 +13,10 @@
 // when.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
-import { emptyKvState, runStep } from '../pipelines/generation/kv-cache.ts';
+import { emptyKvState, runStep, type KvState } from '../pipelines/generation/kv-cache.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
-import { formGroups, type DecodeGroup } from './decode-groups.ts';
+import { formGroups, type DecodeGroup, type GroupMember } from './decode-groups.ts';
 import { assembleRows, dropRows, realSpan } from './kv-batch.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
@@ -238,17 +238,22 @@ export class GenerationLoop implements StepLoop {
     }
     const members = this.groups.flatMap((group) =>
       group.rows.flatMap((seq, row) =>
-        leaving.has(seq) ? [] : [{ seq, ref: { state: group.state, row } }],
+        leaving.has(seq) ? [] : [this.member(seq, group.state, row)],
       ),
     );
-    for (const seq of joining)
-      if (seq.kv !== undefined) members.push({ seq, ref: { state: seq.kv, row: 0 } });
+    for (const seq of joining) if (seq.kv !== undefined) members.push(this.member(seq, seq.kv, 0));
     this.groups = formGroups(
       this.pipeline.layout,
       members,
       this.scheduler.limits.decodeRunCostTokens,
     );
     for (const seq of joining) seq.kv = undefined;
+  }
+
+  /** A decode row, moved onto a shared prefix of its prompt when the prefix cache has one. */
+  private member(seq: Sequence, state: KvState, row: number): GroupMember<Sequence> {
+    const rebased = this.pipeline.prefixCache?.rebase(seq.promptIds, state, row);
+    return { seq, ref: rebased === undefined ? { state, row } : { state: rebased, row: 0 } };
   }
 
   /**

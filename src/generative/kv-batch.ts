@@ -4,8 +4,10 @@
 // (`dropRows`, which moves one row per leaver within the same storage). Each row keeps
 // only its real span: leading columns that are padding in every row are dropped, so the batch's
 // past length is the longest live row's, not the longest ever seen. docs/generative.md has the
-// measurement that chose this over concatenating per-sequence caches every step.
+// measurement that chose this over concatenating per-sequence caches every step. Rows of one
+// batch share one shared prefix (or none): it is fed once per run, never copied into the rows.
 import { Tensor } from 'onnxruntime-node';
+import { InferenceError } from '../errors.ts';
 import { emptyKvState, type KvLayout, type KvState } from '../pipelines/generation/kv-cache.ts';
 import { allocateCache, cacheBits } from '../pipelines/generation/kv-dtype.ts';
 
@@ -18,6 +20,9 @@ export interface KvRowRef {
 /** A new left-padded batch holding the given rows, in the given order. */
 export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvState {
   if (rows.length === 0) return emptyKvState(layout, 0);
+  const shared = rows[0]?.state.shared;
+  if (rows.some(({ state }) => state.shared !== shared))
+    throw new InferenceError('rows of one decode batch must share one shared prefix');
   const spans = rows.map(({ state, row }) => realSpan(state, row));
   const length = spans.reduce((max, s) => Math.max(max, s), 0);
   const { kvHeads: heads, headDim: dim } = layout;
@@ -38,6 +43,7 @@ export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvSta
   });
   return {
     batch: rows.length,
+    ...(shared === undefined ? {} : { shared }),
     past,
     pastLength: length,
     attentionMask: rows.map(({ state, row }, r) => {
@@ -96,6 +102,7 @@ export function dropRows(layout: KvLayout, state: KvState, drop: ReadonlySet<num
   return {
     state: {
       batch: size,
+      ...(state.shared === undefined ? {} : { shared: state.shared }),
       past,
       pastLength: state.pastLength,
       attentionMask: from.map((r) => state.attentionMask[r] ?? []),

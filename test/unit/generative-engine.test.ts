@@ -244,6 +244,7 @@ describe('dropRows', () => {
   const layout: KvLayout = {
     pastNames: ['past_key_values.0.key', 'past_key_values.0.value'],
     presentNames: ['present.0.key', 'present.0.value'],
+    prefixNames: [],
     kvHeads: 2,
     headDim: 3,
     dtype: 'float32',

@@ -29,6 +29,7 @@ const DIM = 3;
 const layout = (dtype: 'float32' | 'float16' = 'float32'): KvLayout => ({
   pastNames: ['past_key_values.0.key', 'past_key_values.0.value'],
   presentNames: ['present.0.key', 'present.0.value'],
+  prefixNames: [],
   kvHeads: HEADS,
   headDim: DIM,
   dtype,
@@ -180,7 +181,179 @@ describe('PrefixCache bookkeeping', () => {
       maxBytes: 128 * 1024 * 1024,
       blockTokens: 16,
       minTokens: 32,
+      sharedInput: true,
     });
+  });
+});
+
+describe('PrefixCache on an export with a shared-prefix input', () => {
+  const sharedLayout: KvLayout = {
+    ...layout(),
+    prefixNames: ['prefix_key_values.0.key', 'prefix_key_values.0.value'],
+  };
+  const sharedCache = (options: PrefixCacheOptions = {}): PrefixCache =>
+    new PrefixCache(
+      sharedLayout,
+      compilePrefixCacheOptions({ blockTokens: 4, minTokens: 4, ...options }),
+    );
+  /** A sequence's cache after a hit of `prefix` tokens and a prefill of the rest of `tokens`. */
+  const afterHit = (tokens: readonly number[], prefix: number, cache: PrefixCache): KvState => {
+    const hit = cache.lookup(tokens);
+    expect(hit?.tokens).toBe(prefix);
+    const own = fakeState(tokens.slice(prefix));
+    // The own columns' codes name their tokens, so where a block's columns came from shows.
+    const shared = hit?.state.shared;
+    if (shared === undefined) throw new Error('no shared prefix');
+    return { ...own, realTokens: [tokens.length], shared };
+  };
+
+  it('hands a hit over as the shared prefix, the same object for every prompt reaching it', () => {
+    const cache = sharedCache();
+    const first = [...range(100, 110), 1, 2, 3];
+    cache.store(first, fakeState(first));
+    const a = cache.lookup([...range(100, 110), 7, 8, 9]);
+    const b = cache.lookup([...range(100, 110), 4, 5]);
+    expect(a?.tokens).toBe(8);
+    expect(a?.state).toMatchObject({ batch: 1, pastLength: 0, realTokens: [8] });
+    expect(a?.state.past.map((t) => t.dims)).toEqual([
+      [1, HEADS, 0, DIM],
+      [1, HEADS, 0, DIM],
+    ]);
+    expect(a?.state.shared?.length).toBe(8);
+    expect(b?.state.shared).toBe(a?.state.shared);
+    a?.state.shared?.past.forEach((tensor, t) => {
+      const expected = range(0, HEADS).flatMap((h) =>
+        range(0, 8).flatMap((p) => range(0, DIM).map((d) => code(t, h, 100 + p, d))),
+      );
+      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+    });
+    // The assembled prefix counts against maxBytes: 2 blocks of 192 bytes beside the 3 stored.
+    expect(cache.stats()).toMatchObject({ blocks: 3, bytes: 5 * 192 });
+    // sharedInput false copies hits into the row's own past, as on an export without the input.
+    const copying = sharedCache({ sharedInput: false });
+    copying.store(first, fakeState(first));
+    const copied = copying.lookup([...range(100, 110), 7, 8, 9]);
+    expect(copied?.state.shared).toBeUndefined();
+    expect(copied?.state.pastLength).toBe(8);
+  });
+
+  it('shares the prefix already handed out and copies deeper blocks into the row', () => {
+    const cache = sharedCache();
+    const template = range(1, 9);
+    const first = [...template, 20, 21, 22, 23, 24, 25, 0];
+    cache.store(first, fakeState(first));
+    const shallow = cache.lookup([...template, 30, 31]);
+    expect(shallow?.state.shared?.length).toBe(8);
+    // Begins like `first` past the template: three blocks match, the template's two are shared.
+    const deep = cache.lookup([...template, 20, 21, 22, 23, 40]);
+    expect(deep?.tokens).toBe(12);
+    expect(deep?.state.shared).toBe(shallow?.state.shared);
+    expect(deep?.state).toMatchObject({ pastLength: 4, realTokens: [12] });
+    expect(deep?.state.attentionMask).toEqual([[1, 1, 1, 1]]);
+    deep?.state.past.forEach((tensor, t) => {
+      const expected = range(0, HEADS).flatMap((h) =>
+        range(20, 24).flatMap((token) => range(0, DIM).map((d) => code(t, h, token, d))),
+      );
+      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+    });
+  });
+
+  it('copies a hit whose path ends where the trie does (it may still be growing)', () => {
+    const cache = sharedCache();
+    const template = range(1, 9);
+    cache.store([...template, 0], fakeState([...template, 0]));
+    const hit = cache.lookup([...template, 50, 51]);
+    expect(hit?.state.shared).toBeUndefined();
+    expect(hit?.state.pastLength).toBe(8);
+  });
+
+  it('moves a row without a shared prefix onto the one handed out for its prompt (rebase)', () => {
+    const cache = sharedCache();
+    const template = range(1, 9);
+    const first = [...template, 20, 21, 22, 23, 0];
+    cache.store(first, fakeState(first));
+    const shared = cache.lookup([...template, 30, 31])?.state.shared;
+    expect(shared?.length).toBe(8);
+    // A two-row left-padded batch: row 1 is `first`'s 13 tokens behind 2 padding columns.
+    const other = fakeState(range(70, 85));
+    const row = fakeState(first);
+    const batch: KvState = {
+      batch: 2,
+      past: other.past.map((tensor, t) => {
+        const a = tensor.data as Float32Array;
+        const b = row.past[t]?.data as Float32Array;
+        const data = new Float32Array(2 * HEADS * 15 * DIM);
+        data.set(a, 0);
+        for (let h = 0; h < HEADS; h += 1)
+          data.set(b.subarray(h * 13 * DIM, (h + 1) * 13 * DIM), ((HEADS + h) * 15 + 2) * DIM);
+        return new Tensor('float32', data, [2, HEADS, 15, DIM]);
+      }),
+      pastLength: 15,
+      attentionMask: [
+        Array.from({ length: 15 }, () => 1),
+        [0, 0, ...Array.from({ length: 13 }, () => 1)],
+      ],
+      realTokens: [15, 13],
+    };
+    const moved = cache.rebase(first, batch, 1);
+    expect(moved?.shared).toBe(shared);
+    expect(moved).toMatchObject({ batch: 1, pastLength: 5, realTokens: [13] });
+    expect(moved?.attentionMask).toEqual([[1, 1, 1, 1, 1]]);
+    moved?.past.forEach((tensor, t) => {
+      const expected = range(0, HEADS).flatMap((h) =>
+        [20, 21, 22, 23, 0].flatMap((token) => range(0, DIM).map((d) => code(t, h, token, d))),
+      );
+      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+    });
+    // Another prompt, a row that already has a shared prefix, a copying cache: nothing to move.
+    expect(cache.rebase(range(70, 85), batch, 0)).toBeUndefined();
+    expect(
+      cache.rebase(first, { ...fakeState(range(20, 25)), realTokens: [13], shared: shared! }, 0),
+    ).toBeUndefined();
+    const copying = sharedCache({ sharedInput: false });
+    copying.store(first, fakeState(first));
+    expect(copying.rebase(first, fakeState(first), 0)).toBeUndefined();
+  });
+
+  it("stores the blocks after a shared prefix from the row's own columns", () => {
+    const cache = sharedCache();
+    const template = range(1, 9);
+    cache.store([...template, 90, 91, 92, 93, 0], fakeState([...template, 90, 91, 92, 93, 0]));
+    const prompt = [...template, ...range(50, 59)];
+    cache.store(prompt, afterHit(prompt, 8, cache));
+    const hit = cache.lookup([...prompt, 99]);
+    expect(hit?.tokens).toBe(16);
+    expect(hit?.state.shared?.length).toBe(8);
+    // Blocks 2 and 3 came from the row's own columns (codes of tokens 50..57), not the template.
+    hit?.state.past.forEach((tensor, t) => {
+      const expected = range(0, HEADS).flatMap((h) =>
+        range(8, 16).flatMap((p) => range(0, DIM).map((d) => code(t, h, prompt[p] as number, d))),
+      );
+      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+    });
+    // A state whose own columns do not reach its real token count is padded: not stored.
+    const padded = { ...afterHit(prompt, 16, cache), realTokens: [17] };
+    const before = cache.stats().blocks;
+    cache.store([...prompt, 7, 7, 7, 7], padded);
+    expect(cache.stats().blocks).toBe(before);
+  });
+
+  it('keeps an assembled prefix as long as its block, evicting leaves before it', () => {
+    // Room for 6 blocks: 3 stored, the template's assembled prefix (2), then the records'.
+    const cache = sharedCache({ maxBytes: 6 * 192 });
+    const template = range(1, 9);
+    cache.store([...template, 90, 91, 92, 93, 0], fakeState([...template, 90, 91, 92, 93, 0]));
+    const shared = cache.lookup([...template, 5])?.state.shared;
+    if (shared === undefined) throw new Error('no shared prefix');
+    expect(cache.stats()).toMatchObject({ blocks: 3, bytes: 5 * 192 });
+    for (const record of [60, 70, 80]) {
+      const prompt = [...template, ...range(record, record + 4), 0];
+      cache.store(prompt, { ...fakeState(range(record, record + 5)), realTokens: [13], shared });
+      expect(cache.stats().bytes).toBeLessThanOrEqual(6 * 192);
+      // Every record's lookup still gets the same prefix object.
+      expect(cache.lookup([...template, 7])?.state.shared).toBe(shared);
+    }
+    expect(cache.stats()).toMatchObject({ blocks: 4, bytes: 6 * 192, evictions: 2 });
   });
 });
 
@@ -229,6 +402,8 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
     const direct = await runStep(model.session, gen.layout, emptyKvState(gen.layout, 1), {
       ids: [prompt.slice(0, hit?.tokens)],
     });
+    // The path ends where the trie does, so the hit is copied, not shared: its own past.
+    expect(hit?.state.shared).toBeUndefined();
     hit?.state.past.forEach((tensor, t) => {
       const want = direct.state.past[t]?.data as Float32Array;
       const got = tensor.data as Float32Array;
@@ -306,8 +481,12 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
     return results;
   }
 
-  for (const decodeRunCostTokens of [1e9, 0])
-    it(`interleaved in the engine's step loop (decodeRunCostTokens ${decodeRunCostTokens})`, async () => {
+  for (const [decodeRunCostTokens, sharedInput] of [
+    [1e9, true],
+    [0, true],
+    [1e9, false],
+  ] as const)
+    it(`interleaved in the engine's step loop (decodeRunCostTokens ${decodeRunCostTokens}, sharedInput ${sharedInput})`, async () => {
       const request = (id: number, input: string, maxNewTokens = 20): SubmitRequest => ({
         id,
         input,
@@ -323,7 +502,7 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
         9: [request(5, TEMPLATE + RECORDS[4], 9)],
       };
       const limits = { maxActive: 4, stepTokens: 12, maxKvTokens: 400, decodeRunCostTokens };
-      const gen = cached();
+      const gen = cached({ ...SMALL, sharedInput });
       const [withCache, plainRun] = [
         await drive(gen, limits, arrivals),
         await drive(plain, limits, arrivals),
@@ -336,6 +515,9 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
       const stats = gen.prefixCache?.stats();
       expect(stats?.hits).toBeGreaterThanOrEqual(4);
       expect(stats?.tokensSaved).toBeGreaterThan(4 * 32);
+      // Shared: the template's blocks were also assembled once as the export's shared prefix.
+      if (sharedInput) expect(stats?.bytes).toBeGreaterThan((stats?.blocks ?? 0) * 2048);
+      else expect(stats?.bytes).toBe((stats?.blocks ?? 0) * 2048);
     });
 
   it('cache hits take only their uncached tokens from a step, so several prefill in one', async () => {
@@ -387,7 +569,9 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
       expect(prefixCache.lookups).toBe(RECORDS.length);
       expect(prefixCache.hits).toBeGreaterThanOrEqual(RECORDS.length - 1);
       expect(prefixCache.tokensSaved).toBeGreaterThanOrEqual((RECORDS.length - 1) * 40);
-      expect(prefixCache.bytes).toBe(prefixCache.blocks * 2048);
+      // The blocks, and the template's blocks assembled once as the shared prefix.
+      expect(prefixCache.bytes).toBeGreaterThan(prefixCache.blocks * 2048);
+      expect(prefixCache.bytes % 2048).toBe(0);
     } finally {
       await engine.close('drain');
     }

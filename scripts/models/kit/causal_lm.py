@@ -27,30 +27,61 @@ MAX_NEW_TOKENS = 24
 
 
 class WithPast(torch.nn.Module):
-    """Flat tensors in and out, so the traced graph has one named input/output per cache tensor."""
+    """Flat tensors in and out, so the traced graph has one named input/output per cache tensor.
+
+    The export also takes a shared prefix (`prefix_key_values.{i}.key/.value`, [1, kv heads,
+    prefix, head dim]) after the past: prompt positions that every row of the batch starts with,
+    attended by every row but held once, so a decode batch of requests built on the same
+    instruction does not carry (and copy, each step) that instruction's cache per row. Positions
+    count from the start of the prefix (position_ids are fed); attention_mask covers only the
+    rows' own past and new tokens; presents hold only those. An empty prefix is the plain export.
+    Traced through the grouped kernel, the prefix goes to each layer's attention as
+    `shared_prefix`; under any other kernel (transformers' eager one, the parity reference) the
+    prefix is spliced in front of every row's past instead, the layout it replaces.
+    """
 
     def __init__(self, model: torch.nn.Module, layers: int):
         super().__init__()
         self.model = model
         self.layers = layers
 
-    def forward(self, input_ids, attention_mask, position_ids, *past):
+    def forward(self, input_ids, attention_mask, position_ids, *cache):
         from transformers import DynamicCache
 
+        past, prefix = cache[: 2 * self.layers], cache[2 * self.layers :]
+        shared = len(prefix) > 0
+        prefix_length = prefix[0].shape[2] if shared else 0
+        attention = [layer.self_attn for layer in self.model.model.layers]
+        traced = self.model.config._attn_implementation == grouped_attention.NAME
+        if shared and traced:
+            for i, module in enumerate(attention):
+                module.shared_prefix = (prefix[2 * i], prefix[2 * i + 1])
+        elif shared and prefix_length > 0:
+            rows = input_ids.shape[0]
+            past = [torch.cat([p.expand(rows, -1, -1, -1), own], dim=2) for p, own in zip(prefix, past)]
+            ones = torch.ones((rows, prefix_length), dtype=attention_mask.dtype)
+            attention_mask = torch.cat([ones, attention_mask], dim=1)
         cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)])
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            past_key_values=cache,
-            use_cache=True,
-            # Generation reads only the last position's logits; the vocabulary projection of every
-            # other prompt position was ~13% of a prefill's compute, spent for nothing.
-            logits_to_keep=1,
-        )
+        try:
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=cache,
+                use_cache=True,
+                # Generation reads only the last position's logits; the vocabulary projection of every
+                # other prompt position was ~13% of a prefill's compute, spent for nothing.
+                logits_to_keep=1,
+            )
+        finally:
+            for module in attention:
+                module.shared_prefix = None
         flat = []
         for layer in out.past_key_values.layers:
-            flat += [layer.keys, layer.values]
+            keys, values = layer.keys, layer.values
+            if shared and not traced and prefix_length > 0:
+                keys, values = keys[:, :, prefix_length:], values[:, :, prefix_length:]
+            flat += [keys, values]
         return (out.logits, *flat)
 
 
@@ -83,6 +114,19 @@ def _names(layers: int) -> tuple[list[str], list[str]]:
     return past, present
 
 
+def _prefix_names(layers: int) -> list[str]:
+    return [f"prefix_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+
+
+def _with_prefix(feed: dict[str, np.ndarray], prefix: list[np.ndarray] | None, config) -> dict[str, np.ndarray]:
+    """The feed with a shared prefix (empty when None) after its past, in the export's input order."""
+    layers = config.num_hidden_layers
+    if prefix is None:
+        head_dim = feed["past_key_values.0.key"].shape[3]
+        prefix = [np.zeros((1, config.num_key_value_heads, 0, head_dim), np.float32)] * (2 * layers)
+    return {**feed, **dict(zip(_prefix_names(layers), prefix))}
+
+
 def _feeds(tokenizer, prompts: list[str], config, past: list[np.ndarray] | None = None) -> dict[str, np.ndarray]:
     tokenizer.padding_side = "left"
     enc = tokenizer(prompts, padding=True, return_tensors="np")
@@ -108,6 +152,25 @@ def _decode_feed(prev: dict[str, np.ndarray], presents: list[np.ndarray], next_i
     names, _ = _names(layers)
     feed.update(dict(zip(names, presents)))
     return feed
+
+
+SHARED_PREFIX_TEXT = "Label the message that follows as spam or ham, and say why in one line."
+
+
+def _shared_prefix_feeds(tokenizer, wrapper, config) -> list[dict[str, np.ndarray]]:
+    """A left-padded prefill of two prompts after a shared prefix, then their decode step: the
+    prefix, the rows' own past and the padding all non-empty, so the trace bakes in none of them."""
+    layers = config.num_hidden_layers
+    with torch.no_grad():
+        prefix = [t.numpy() for t in wrapper(*[torch.from_numpy(v) for v in _feeds(tokenizer, [SHARED_PREFIX_TEXT], config).values()])[1:]]
+    offset = prefix[0].shape[2]
+    tail = _feeds(tokenizer, ["Hello there", "The meeting is moved to Thursday because"], config)
+    tail["position_ids"] = tail["position_ids"] + offset
+    prefill = _with_prefix(tail, prefix, config)
+    with torch.no_grad():
+        first = wrapper(*[torch.from_numpy(v) for v in prefill.values()])
+    decode = _decode_feed(tail, [t.numpy() for t in first[1:]], first[0][:, -1, :].argmax(-1).numpy(), layers)
+    return [prefill, _with_prefix(decode, prefix, config)]
 
 
 def build(tokenizer) -> dict[str, Any]:
@@ -143,7 +206,7 @@ def build(tokenizer) -> dict[str, Any]:
         prefill = _feeds(tok, prompts, config)
         with torch.no_grad():
             first = wrapper(*[torch.from_numpy(v) for v in prefill.values()])
-        trace_feed = _decode_feed(prefill, [t.numpy() for t in first[1:]], np.array([5, 6]), layers)
+        trace_feed = _shared_prefix_feeds(tok, wrapper, config)[1]
         dynamic = {
             "input_ids": {0: "batch_size", 1: "sequence_length"},
             "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
@@ -154,6 +217,8 @@ def build(tokenizer) -> dict[str, Any]:
             dynamic[name] = {0: "batch_size", 2: "past_sequence_length"}
         for name in present_names:
             dynamic[name] = {0: "batch_size", 2: "total_sequence_length"}
+        for name in _prefix_names(layers):
+            dynamic[name] = {2: "prefix_length"}
         onnx_path = out_dir / "model.onnx"
         _export(wrapper, trace_feed, ["logits", *present_names], dynamic, onnx_path)
 
@@ -167,7 +232,8 @@ def build(tokenizer) -> dict[str, Any]:
         next_ids = ref1["logits"][:, -1, :].argmax(-1)
         step2 = _decode_feed(step1, [ref1[n] for n in present_names], next_ids, layers)
         single = _feeds(tok, [texts.SHORT], config)
-        parity = onnx_export.check_parity(onnx_path, reference, [step1, step2, single])
+        plain = [_with_prefix(feed, None, config) for feed in (step1, step2, single)]
+        parity = onnx_export.check_parity(onnx_path, reference, [*plain, *_shared_prefix_feeds(tok, wrapper, config)])
 
         generation = _generation_cases(tok, loaded)
         steps = _step_cases(tok, config, reference, present_names)
@@ -183,7 +249,7 @@ def build(tokenizer) -> dict[str, Any]:
         "versions": tool_versions(),
         "onnx": {
             "file": "model.onnx",
-            "inputs": ["input_ids", "attention_mask", "position_ids", *past_names],
+            "inputs": ["input_ids", "attention_mask", "position_ids", *past_names, *_prefix_names(layers)],
             "outputs": ["logits", *present_names],
             "kv_cache": {
                 "num_layers": layers,
@@ -192,6 +258,8 @@ def build(tokenizer) -> dict[str, Any]:
                 "layout": "[batch, num_key_value_heads, past_sequence_length, head_dim]",
                 "empty_past_first_step": True,
                 "position_ids": "cumsum(attention_mask) - 1, padding positions set to 1",
+                "shared_prefix": "prefix_key_values.{i}.key/.value [1, num_key_value_heads, prefix_length, head_dim], "
+                "attended before every row's past; positions count from the prefix's start; empty = none",
             },
             "parity": parity,
         },
@@ -212,6 +280,8 @@ class ExportedWithPast(NamedTuple):
     decode: dict[str, np.ndarray]
     past_names: list[str]
     present_names: list[str]
+    #: A prefill and a decode step with a non-empty shared prefix, for the parity check.
+    shared: list[dict[str, np.ndarray]]
 
     def reference(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with torch.no_grad():
@@ -230,6 +300,7 @@ def export_with_past(model, tokenizer, path: Path) -> ExportedWithPast:
     with torch.no_grad():
         first = wrapper(*[torch.from_numpy(v) for v in prefill.values()])
     decode = _decode_feed(prefill, [t.numpy() for t in first[1:]], first[0][:, -1, :].argmax(-1).numpy(), layers)
+    shared = _shared_prefix_feeds(tokenizer, wrapper, config)
     dynamic = {
         "input_ids": {0: "batch_size", 1: "sequence_length"},
         "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
@@ -237,9 +308,17 @@ def export_with_past(model, tokenizer, path: Path) -> ExportedWithPast:
         "logits": {0: "batch_size"},
         **{n: {0: "batch_size", 2: "past_sequence_length"} for n in past_names},
         **{n: {0: "batch_size", 2: "total_sequence_length"} for n in present_names},
+        **{n: {2: "prefix_length"} for n in _prefix_names(layers)},
     }
-    _export(wrapper, decode, ["logits", *present_names], dynamic, path)
-    return ExportedWithPast(wrapper, prefill, decode, past_names, present_names)
+    _export(wrapper, shared[1], ["logits", *present_names], dynamic, path)
+    return ExportedWithPast(
+        wrapper,
+        _with_prefix(prefill, None, config),
+        _with_prefix(decode, None, config),
+        past_names,
+        present_names,
+        shared,
+    )
 
 
 def _export(wrapper, feed, output_names, dynamic, path: Path) -> None:

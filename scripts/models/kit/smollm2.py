@@ -96,12 +96,13 @@ def fetch_to_cache(dest: Path) -> dict[str, Any]:
     # A chat-formatted e-mail too: a few hundred positions, as the demo route feeds it.
     _, mail = golden_prompts()[6]
     rendered = tokenizer.apply_chat_template(mail, tokenize=False, add_generation_prompt=True)
-    long_feed = causal_lm._feeds(tokenizer, [rendered], config)
-    parity = onnx_export.check_parity(dest / "model.onnx", exported.reference, [exported.prefill, exported.decode, long_feed], tolerance=PARITY_TOLERANCE)
+    long_feed = causal_lm._with_prefix(causal_lm._feeds(tokenizer, [rendered], config), None, config)
+    feeds = [exported.prefill, exported.decode, long_feed, *exported.shared]
+    parity = onnx_export.check_parity(dest / "model.onnx", exported.reference, feeds, tolerance=PARITY_TOLERANCE)
     goldens = make_goldens(tokenizer, model)
     goldens["onnx"] = {
         "file": "model.onnx",
-        "inputs": ["input_ids", "attention_mask", "position_ids", *past_names],
+        "inputs": ["input_ids", "attention_mask", "position_ids", *past_names, *causal_lm._prefix_names(layers)],
         "outputs": ["logits", *present_names],
         "kv_cache": {
             "num_layers": layers,

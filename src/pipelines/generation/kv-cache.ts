@@ -3,6 +3,10 @@
 // A KvState is the cache of a batch of rows after some steps; `stepFeeds` builds the feeds of one
 // step from it and `advance` turns that step's outputs into the next state. Nothing here decides
 // which token comes next, so the same functions serve one request or a continuously batched set.
+// An export may also take a shared prefix (prefix_key_values.{i}.key/.value, [1, kv heads, prefix,
+// head dim], scripts/models/kit/causal_lm.py): prompt positions that every row of the batch starts
+// with, attended by every row but held once. A state that has one keeps only each row's own
+// columns in `past`; positions still count from the start of the prefix.
 import { Tensor, type InferenceSession } from 'onnxruntime-node';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 import { asKvDataType, floatData, zerosTensor, type KvDataType } from './kv-dtype.ts';
@@ -14,6 +18,8 @@ export interface KvLayout {
   pastNames: readonly string[];
   /** The output that becomes each past input on the next step, in the same order. */
   presentNames: readonly string[];
+  /** Shared-prefix inputs in the same order as `pastNames`; empty when the export has none. */
+  prefixNames: readonly string[];
   kvHeads: number;
   headDim: number;
   dtype: KvDataType;
@@ -25,13 +31,28 @@ export interface KvLayout {
 
 export interface KvState {
   batch: number;
-  /** Cache tensors in `KvLayout.pastNames` order. */
+  /** Cache tensors in `KvLayout.pastNames` order: each row's own columns, after any shared prefix. */
   past: readonly Tensor[];
   pastLength: number;
-  /** Per row, 1 for a real token and 0 for padding, over the cached positions. */
+  /** Per row, 1 for a real token and 0 for padding, over the row's own cached positions. */
   attentionMask: readonly (readonly number[])[];
-  /** Per row, how many real tokens the cache holds: the position of the next real token. */
+  /**
+   * Per row, how many real tokens the cache holds, the shared prefix's included: the position of
+   * the next real token.
+   */
   realTokens: readonly number[];
+  /** The prefix every row starts with, held once (only on exports with `prefixNames`). */
+  shared?: SharedPrefix;
+}
+
+/**
+ * A batch-of-one cache of prompt positions 0..length-1, fed as the export's shared prefix. Rows
+ * can share a decode run only when they share this object.
+ */
+export interface SharedPrefix {
+  /** Tensors [1, kv heads, length, head dim] in `KvLayout.prefixNames` order. */
+  past: readonly Tensor[];
+  length: number;
 }
 
 /** One step's new tokens: rows of equal length, padded on the left where `mask` is 0. */
@@ -47,6 +68,7 @@ export interface StepResult {
 }
 
 const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
+const PREFIX = /^prefix_key_values\.(\d+)\.(key|value)$/;
 
 export function kvLayoutOf(model: LoadedModel): KvLayout {
   const pastNames = model.inputNames.filter((n) => PAST.test(n)).sort(byLayerThenKind);
@@ -65,6 +87,16 @@ export function kvLayoutOf(model: LoadedModel): KvLayout {
       });
     return present;
   });
+  const prefixNames = pastNames.map((name) =>
+    name.replace(/^past_key_values\./, 'prefix_key_values.'),
+  );
+  const prefixInputs = model.inputNames.filter((n) => PREFIX.test(n));
+  if (prefixInputs.length > 0 && !prefixNames.every((n) => prefixInputs.includes(n)))
+    throw new ModelFolderError(
+      `${model.onnxPath} has prefix_key_values inputs but not one per past input ` +
+        `(${prefixNames.join(', ')}); re-export it with scripts/models/kit/causal_lm.py`,
+      { field: 'onnxFile' },
+    );
   const meta = model.session.inputMetadata.find((m) => m.name === pastNames[0]);
   const shape = meta !== undefined && meta.isTensor ? meta.shape : [];
   const raw = model.config.raw;
@@ -85,6 +117,7 @@ export function kvLayoutOf(model: LoadedModel): KvLayout {
   return {
     pastNames,
     presentNames,
+    prefixNames: prefixInputs.length > 0 ? prefixNames : [],
     kvHeads,
     headDim,
     dtype: asKvDataType(meta !== undefined && meta.isTensor ? meta.type : 'float32', pastNames[0]!),
@@ -106,6 +139,11 @@ export function emptyKvState(layout: KvLayout, batch: number): KvState {
     attentionMask: Array.from({ length: batch }, () => []),
     realTokens: Array.from({ length: batch }, () => 0),
   };
+}
+
+/** The shared-prefix feed of a state without one: zero positions. */
+function emptyPrefix(layout: KvLayout): Tensor {
+  return zerosTensor(layout.dtype, [1, layout.kvHeads, 0, layout.headDim]);
 }
 
 /**
@@ -162,6 +200,12 @@ export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens):
   layout.pastNames.forEach((name, i) => {
     feeds[name] = state.past[i] as Tensor;
   });
+  if (layout.prefixNames.length > 0) {
+    const none = state.shared === undefined ? emptyPrefix(layout) : undefined;
+    layout.prefixNames.forEach((name, i) => {
+      feeds[name] = (state.shared?.past[i] ?? none) as Tensor;
+    });
+  }
   return feeds;
 }
 
@@ -176,6 +220,7 @@ export function advance(
   const mask = tokens.mask ?? tokens.ids.map((r) => r.map(() => 1));
   return {
     batch: state.batch,
+    ...(state.shared === undefined ? {} : { shared: state.shared }),
     past: layout.presentNames.map((name) => {
       const tensor = outputs[name];
       if (tensor === undefined) throw new InferenceError(`the model returned no '${name}'`);

@@ -9,10 +9,14 @@
 // descendants goes first, so a shared template outlives the records cached under it, and no block
 // is ever cut off from the root. The single-request pipeline and every generation thread each own
 // one; nothing here touches the model.
+// On an export with a shared-prefix input (kv-cache.ts), a hit is that input: the cached blocks as
+// one batch-of-one prefix, made once per cached path and handed to every prompt that reaches the
+// same block, so their rows can decode together while the prefix is held (and read) once.
+// Otherwise a hit is a batch-of-one past holding the blocks' columns.
 import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
 import { parseWithSchema } from '../../options/parse.ts';
-import type { KvLayout, KvState } from './kv-cache.ts';
+import { emptyKvState, type KvLayout, type KvState, type SharedPrefix } from './kv-cache.ts';
 import { allocateCache, cacheBits, type CacheArray } from './kv-dtype.ts';
 
 export const prefixCacheSchema = z
@@ -30,6 +34,11 @@ export const prefixCacheSchema = z
     blockTokens: z.number().int().min(1).max(4096).default(16),
     /** Prompts shorter than this neither use nor fill the cache. Default 32. */
     minTokens: z.number().int().min(1).default(32),
+    /**
+     * On an export with prefix_key_values inputs, hits are fed through them (held once per decode
+     * batch); false copies them into every row's past instead, as on other exports. Default true.
+     */
+    sharedInput: z.boolean().default(true),
   })
   .strict();
 
@@ -76,6 +85,8 @@ interface Block {
   /** Per cache tensor (KvLayout.pastNames order), this block's columns as [kv heads, block, dim]. */
   data: CacheArray[];
   lastUsed: number;
+  /** The path from the root to this block as one shared prefix, once a hit has ended here. */
+  shared?: SharedPrefix;
 }
 
 export class PrefixCache {
@@ -84,6 +95,8 @@ export class PrefixCache {
   private readonly roots = new Map<string, Block>();
   private readonly blocks = new Set<Block>();
   private readonly blockBytes: number;
+  /** Hits go to the export's shared-prefix inputs instead of each row's past. */
+  private readonly sharedInput: boolean;
   private bytes = 0;
   private clock = 0;
   private counts = { lookups: 0, hits: 0, tokensSaved: 0, evictions: 0 };
@@ -91,6 +104,7 @@ export class PrefixCache {
   constructor(layout: KvLayout, limits: PrefixCacheLimits) {
     this.layout = layout;
     this.limits = limits;
+    this.sharedInput = limits.sharedInput && layout.prefixNames.length > 0;
     const elements = layout.kvHeads * limits.blockTokens * layout.headDim;
     this.blockBytes = layout.pastNames.length * elements * (layout.dtype === 'float32' ? 4 : 2);
   }
@@ -120,7 +134,88 @@ export class PrefixCache {
     const tokens = path.length * this.limits.blockTokens;
     this.counts.hits += 1;
     this.counts.tokensSaved += tokens;
-    return { state: this.assemble(path), tokens };
+    if (!this.sharedInput) return { state: this.assemble(path), tokens };
+    // The shallowest prefix already handed out along the path is shared; the blocks past it go
+    // into the row's own past. Prompts built on one template diverge from each other at
+    // different depths (records that begin alike), and a prefix per depth would split their rows
+    // into separate decode runs; the shallowest one settles on where the template ends.
+    let cut = path.findIndex((block) => block.shared !== undefined);
+    if (cut < 0) {
+      // A path that stops where the trie stops may still be growing (the prompt that fills it is
+      // mid-prefill): its end is not yet known to be where prompts part, so it is copied into the
+      // row, and the row is moved onto a shared prefix when it joins the decode batch (rebase).
+      if ((path[path.length - 1] as Block).children.size === 0)
+        return { state: this.assemble(path), tokens };
+      cut = path.length - 1;
+    }
+    const rest = path.slice(cut + 1);
+    const own = rest.length > 0 ? this.assemble(rest) : emptyKvState(this.layout, 1);
+    return {
+      state: { ...own, realTokens: [tokens], shared: this.sharedOf(path.slice(0, cut + 1)) },
+      tokens,
+    };
+  }
+
+  /**
+   * Row `row` of a cache without a shared prefix (a prefilled sequence's, or a decode batch's,
+   * left-padded), as a batch-of-one cache on the shared prefix already handed out for its
+   * prompt's first blocks; undefined when there is none. The prompt that prefilled a template
+   * itself, and prompts that copied a hit while the template was still being stored, then decode
+   * in one run with the prompts that shared it, instead of in runs of their own.
+   */
+  rebase(promptIds: readonly number[], state: KvState, row: number): KvState | undefined {
+    if (!this.sharedInput || state.shared !== undefined) return undefined;
+    const mask = state.attentionMask[row] ?? [];
+    const first = mask.indexOf(1);
+    const span = first < 0 ? 0 : state.pastLength - first;
+    // Padding inside the row's span would shift its columns off their positions.
+    if (state.realTokens[row] !== span || promptIds.length < this.limits.minTokens)
+      return undefined;
+    const { blockTokens } = this.limits;
+    const whole = Math.floor(Math.min(span, promptIds.length) / blockTokens);
+    let level = this.roots;
+    for (let i = 0; i < whole; i += 1) {
+      const block = level.get(this.keyOf(promptIds, i));
+      if (block === undefined) return undefined;
+      const shared = block.shared;
+      if (shared !== undefined) {
+        const own = span - shared.length;
+        const { kvHeads: heads, headDim: dim, dtype } = this.layout;
+        const past = this.layout.pastNames.map((name, t) => {
+          const source = cacheBits(state.past[t], name);
+          const out = allocateCache(dtype, heads * own * dim);
+          for (let h = 0; h < heads; h += 1) {
+            const from = ((row * heads + h) * state.pastLength + first + shared.length) * dim;
+            out.set(source.subarray(from, from + own * dim), h * own * dim);
+          }
+          return new Tensor(dtype, out, [1, heads, own, dim]);
+        });
+        return {
+          batch: 1,
+          past,
+          pastLength: own,
+          attentionMask: [mask.slice(first + shared.length)],
+          realTokens: [span],
+          shared,
+        };
+      }
+      level = block.children;
+    }
+    return undefined;
+  }
+
+  /** The path's blocks as one shared prefix, kept on its last block (within maxBytes) for reuse. */
+  private sharedOf(path: readonly Block[]): SharedPrefix {
+    const end = path[path.length - 1] as Block;
+    if (end.shared !== undefined) return end.shared;
+    const assembled = this.assemble(path);
+    const shared = { past: assembled.past, length: assembled.pastLength };
+    const bytes = path.length * this.blockBytes;
+    if (this.makeRoom(end, bytes)) {
+      end.shared = shared;
+      this.bytes += bytes;
+    }
+    return shared;
   }
 
   /**
@@ -131,10 +226,12 @@ export class PrefixCache {
    */
   store(promptIds: readonly number[], state: KvState): void {
     if (promptIds.length < this.limits.minTokens || this.limits.maxBytes === 0) return;
+    const offset = state.shared?.length ?? 0;
     // A padded or batched cache has columns that are not this prompt's positions.
-    if (state.batch !== 1 || state.realTokens[0] !== state.pastLength) return;
+    if (state.batch !== 1 || state.realTokens[0] !== offset + state.pastLength) return;
     const { blockTokens } = this.limits;
-    const whole = Math.floor(Math.min(state.pastLength, promptIds.length) / blockTokens);
+    if (offset % blockTokens !== 0) return;
+    const whole = Math.floor(Math.min(offset + state.pastLength, promptIds.length) / blockTokens);
     const tick = ++this.clock;
     let parent: Block | undefined;
     let level = this.roots;
@@ -142,12 +239,16 @@ export class PrefixCache {
       const key = this.keyOf(promptIds, i);
       let block = level.get(key);
       if (block === undefined) {
-        if (!this.makeRoom(parent)) return;
+        if (!this.makeRoom(parent, this.blockBytes)) return;
+        const column = i * blockTokens;
         block = {
           parent,
           key,
           children: new Map(),
-          data: this.slice(state, i),
+          data:
+            column < offset
+              ? this.slice(state.shared?.past ?? [], offset, column)
+              : this.slice(state.past, state.pastLength, column - offset),
           lastUsed: tick,
         };
         level.set(key, block);
@@ -170,15 +271,21 @@ export class PrefixCache {
     for (const block of path) block.lastUsed = tick;
   }
 
-  /** Evicts least recently used leaves until one more block fits; `keep` is the block to extend. */
-  private makeRoom(keep: Block | undefined): boolean {
-    while (this.bytes + this.blockBytes > this.limits.maxBytes) {
+  /**
+   * Evicts least recently used leaves other than `keep` (the block being extended or given a
+   * prefix) until `bytes` more fit. A block's assembled prefix goes with it, never before it:
+   * decoding rows hold that prefix anyway, and a prompt that reached it after it was dropped
+   * would get a copy of its own and decode in a run apart from the others.
+   */
+  private makeRoom(keep: Block | undefined, bytes: number): boolean {
+    while (this.bytes + bytes > this.limits.maxBytes) {
       let victim: Block | undefined;
       for (const block of this.blocks) {
         if (block.children.size > 0 || block === keep) continue;
         if (victim === undefined || block.lastUsed < victim.lastUsed) victim = block;
       }
       if (victim === undefined) return false;
+      this.dropShared(victim);
       (victim.parent?.children ?? this.roots).delete(victim.key);
       this.blocks.delete(victim);
       this.bytes -= this.blockBytes;
@@ -187,15 +294,21 @@ export class PrefixCache {
     return true;
   }
 
-  /** Block `index`'s columns of every cache tensor of a batch-of-one state, copied. */
-  private slice(state: KvState, index: number): CacheArray[] {
+  private dropShared(block: Block): void {
+    if (block.shared === undefined) return;
+    this.bytes -= (block.shared.length / this.limits.blockTokens) * this.blockBytes;
+    delete block.shared;
+  }
+
+  /** One block's columns, from `column` on, of cache tensors [1, kv heads, length, dim], copied. */
+  private slice(tensors: readonly Tensor[], length: number, column: number): CacheArray[] {
     const { kvHeads: heads, headDim: dim, dtype } = this.layout;
     const { blockTokens } = this.limits;
     return this.layout.pastNames.map((name, t) => {
-      const source = cacheBits(state.past[t], name);
+      const source = cacheBits(tensors[t], name);
       const out = allocateCache(dtype, heads * blockTokens * dim);
       for (let h = 0; h < heads; h += 1) {
-        const from = (h * state.pastLength + index * blockTokens) * dim;
+        const from = (h * length + column) * dim;
         out.set(source.subarray(from, from + blockTokens * dim), h * blockTokens * dim);
       }
       return out;
