@@ -5,9 +5,19 @@
 // token-rows; rows sorted by cached length are cut into the groups that minimise
 // sum(runCost + rows x longest span), an exact dynamic programme over at most maxActive rows.
 // Rows that start from different shared prefixes (kv-cache.ts) cannot share a run: each prefix's
-// rows are cut on their own, their spans counting only their own columns.
+// rows are cut on their own, their spans counting only their own columns. A prefix is worth its
+// own runs only when the copies it saves outweigh a run: k rows on a prefix of P tokens carry
+// (k - 1) x P fewer token-rows than the same rows with the prefix spliced into each, so a prefix
+// keeps its rows apart when that exceeds runCostTokens (or when every row shares it); otherwise
+// its rows take the prefix back into their own columns and join the rest.
 import type { KvLayout, KvState, SharedPrefix } from '../pipelines/generation/kv-cache.ts';
-import { assembleRows, realSpan, type KvRowRef } from './kv-batch.ts';
+import {
+  assembleRows,
+  moveOntoPrefix,
+  realSpan,
+  withoutPrefix,
+  type KvRowRef,
+} from './kv-batch.ts';
 
 export interface DecodeGroup<S> {
   /** `rows[r]` owns row r of `state`. */
@@ -18,6 +28,8 @@ export interface DecodeGroup<S> {
 export interface GroupMember<S> {
   seq: S;
   ref: KvRowRef;
+  /** A shared prefix of this row's positions that a row without one could be moved onto. */
+  candidate?: SharedPrefix;
 }
 
 export function formGroups<S>(
@@ -25,11 +37,26 @@ export function formGroups<S>(
   members: readonly GroupMember<S>[],
   runCostTokens: number,
 ): DecodeGroup<S>[] {
+  const prefixOf = (m: GroupMember<S>): SharedPrefix | undefined =>
+    m.ref.state.shared ?? m.candidate;
+  const counts = new Map<SharedPrefix | undefined, number>();
+  for (const m of members) counts.set(prefixOf(m), (counts.get(prefixOf(m)) ?? 0) + 1);
+  const kept = (prefix: SharedPrefix | undefined): boolean =>
+    prefix !== undefined &&
+    (counts.size === 1 || ((counts.get(prefix) ?? 0) - 1) * prefix.length > runCostTokens);
   const byPrefix = new Map<SharedPrefix | undefined, GroupMember<S>[]>();
   for (const m of members) {
-    const list = byPrefix.get(m.ref.state.shared);
-    if (list === undefined) byPrefix.set(m.ref.state.shared, [m]);
-    else list.push(m);
+    const prefix = prefixOf(m);
+    const { state, row } = m.ref;
+    let ref = m.ref;
+    if (kept(prefix) && state.shared === undefined)
+      ref = { state: moveOntoPrefix(layout, state, row, prefix as SharedPrefix), row: 0 };
+    else if (!kept(prefix) && state.shared !== undefined)
+      ref = { state: withoutPrefix(layout, state, row), row: 0 };
+    const key = kept(prefix) ? prefix : undefined;
+    const list = byPrefix.get(key);
+    if (list === undefined) byPrefix.set(key, [{ seq: m.seq, ref }]);
+    else list.push({ seq: m.seq, ref });
   }
   return [...byPrefix.values()].flatMap((part) => cutGroups(layout, part, runCostTokens));
 }

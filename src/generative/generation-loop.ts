@@ -250,10 +250,10 @@ export class GenerationLoop implements StepLoop {
     for (const seq of joining) seq.kv = undefined;
   }
 
-  /** A decode row, moved onto a shared prefix of its prompt when the prefix cache has one. */
+  /** A decode row, with the prefix cache's shared prefix of its prompt if it has none. */
   private member(seq: Sequence, state: KvState, row: number): GroupMember<Sequence> {
-    const rebased = this.pipeline.prefixCache?.rebase(seq.promptIds, state, row);
-    return { seq, ref: rebased === undefined ? { state, row } : { state: rebased, row: 0 } };
+    const candidate = this.pipeline.prefixCache?.sharedFor(seq.promptIds, state, row);
+    return { seq, ref: { state, row }, ...(candidate === undefined ? {} : { candidate }) };
   }
 
   /**

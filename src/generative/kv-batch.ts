@@ -8,7 +8,12 @@
 // batch share one shared prefix (or none): it is fed once per run, never copied into the rows.
 import { Tensor } from 'onnxruntime-node';
 import { InferenceError } from '../errors.ts';
-import { emptyKvState, type KvLayout, type KvState } from '../pipelines/generation/kv-cache.ts';
+import {
+  emptyKvState,
+  type KvLayout,
+  type KvState,
+  type SharedPrefix,
+} from '../pipelines/generation/kv-cache.ts';
 import { allocateCache, cacheBits } from '../pipelines/generation/kv-dtype.ts';
 
 /** One row of an existing state: the decode batch's row, or row 0 of a prefilled sequence. */
@@ -110,4 +115,82 @@ export function dropRows(layout: KvLayout, state: KvState, drop: ReadonlySet<num
     },
     from,
   };
+}
+
+/**
+ * Row `row` of a state without a shared prefix as a batch of one on `shared`, whose positions
+ * are the row's first `shared.length`: the row keeps only its columns after them.
+ */
+export function moveOntoPrefix(
+  layout: KvLayout,
+  state: KvState,
+  row: number,
+  shared: SharedPrefix,
+): KvState {
+  const span = realSpan(state, row);
+  const own = span - shared.length;
+  if (state.shared !== undefined || own < 0)
+    throw new InferenceError('a row moves onto a shared prefix only from a cache without one');
+  const skip = state.pastLength - own;
+  return {
+    batch: 1,
+    shared,
+    past: copyColumns(layout, state, row, skip, own),
+    pastLength: own,
+    attentionMask: [(state.attentionMask[row] ?? []).slice(skip)],
+    realTokens: [state.realTokens[row] ?? 0],
+  };
+}
+
+/** Row `row` of a state with a shared prefix as a batch of one holding the prefix's columns too. */
+export function withoutPrefix(layout: KvLayout, state: KvState, row: number): KvState {
+  const shared = state.shared;
+  if (shared === undefined) return assembleRows(layout, [{ state, row }]);
+  const span = realSpan(state, row);
+  const length = shared.length + span;
+  const { kvHeads: heads, headDim: dim } = layout;
+  const own = copyColumns(layout, state, row, state.pastLength - span, span);
+  const past = layout.pastNames.map((name, t) => {
+    const out = allocateCache(layout.dtype, heads * length * dim);
+    const prefix = cacheBits(shared.past[t], name);
+    const mine = cacheBits(own[t], name);
+    for (let h = 0; h < heads; h += 1) {
+      out.set(
+        prefix.subarray(h * shared.length * dim, (h + 1) * shared.length * dim),
+        h * length * dim,
+      );
+      out.set(
+        mine.subarray(h * span * dim, (h + 1) * span * dim),
+        (h * length + shared.length) * dim,
+      );
+    }
+    return new Tensor(layout.dtype, out, [1, heads, length, dim]);
+  });
+  return {
+    batch: 1,
+    past,
+    pastLength: length,
+    attentionMask: [Array.from({ length }, () => 1)],
+    realTokens: [state.realTokens[row] ?? 0],
+  };
+}
+
+/** `count` columns of one row from column `from` on, as batch-of-one tensors. */
+function copyColumns(
+  layout: KvLayout,
+  state: KvState,
+  row: number,
+  from: number,
+  count: number,
+): Tensor[] {
+  const { kvHeads: heads, headDim: dim } = layout;
+  return layout.pastNames.map((name, t) => {
+    const source = cacheBits(state.past[t], name);
+    const out = allocateCache(layout.dtype, heads * count * dim);
+    for (let h = 0; h < heads; h += 1) {
+      const start = ((row * heads + h) * state.pastLength + from) * dim;
+      out.set(source.subarray(start, start + count * dim), h * count * dim);
+    }
+    return new Tensor(layout.dtype, out, [1, heads, count, dim]);
+  });
 }

@@ -16,9 +16,9 @@ import {
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import type { StreamEvent } from '../../src/generative/generation-stream.ts';
 import { Tensor } from 'onnxruntime-node';
-import { cutPoints } from '../../src/generative/decode-groups.ts';
+import { cutPoints, formGroups, type GroupMember } from '../../src/generative/decode-groups.ts';
 import { dropRows } from '../../src/generative/kv-batch.ts';
-import type { KvLayout, KvState } from '../../src/pipelines/generation/kv-cache.ts';
+import type { KvLayout, KvState, SharedPrefix } from '../../src/pipelines/generation/kv-cache.ts';
 import { compileSchedulerOptions, Scheduler } from '../../src/generative/scheduler.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'llama-causal-lm');
@@ -317,5 +317,94 @@ describe('decode groups', () => {
       [2, 3],
     ]);
     expect(cutPoints([], 10)).toEqual([]);
+  });
+
+  // Batch-of-one states on a shared prefix of `p` tokens (or none) with `own` columns each.
+  const layout: KvLayout = {
+    pastNames: ['past_key_values.0.key', 'past_key_values.0.value'],
+    presentNames: ['present.0.key', 'present.0.value'],
+    prefixNames: ['prefix_key_values.0.key', 'prefix_key_values.0.value'],
+    kvHeads: 1,
+    headDim: 1,
+    dtype: 'float32',
+    logitsName: 'logits',
+    hasPositionIds: true,
+    hasUseCacheBranch: false,
+  };
+  const prefix = (p: number): SharedPrefix => ({
+    past: [0, 1].map((t) => new Tensor('float32', Float32Array.from(range(p, t)), [1, 1, p, 1])),
+    length: p,
+  });
+  const range = (n: number, t: number): number[] =>
+    Array.from({ length: n }, (_, i) => t * 1000 + i);
+  const rowState = (own: number, shared?: SharedPrefix): KvState => {
+    const offset = shared?.length ?? 0;
+    return {
+      batch: 1,
+      ...(shared === undefined ? {} : { shared }),
+      past: [0, 1].map(
+        (t) =>
+          new Tensor('float32', Float32Array.from(range(offset + own, t).slice(offset)), [
+            1,
+            1,
+            own,
+            1,
+          ]),
+      ),
+      pastLength: own,
+      attentionMask: [Array.from({ length: own }, () => 1)],
+      realTokens: [offset + own],
+    };
+  };
+  const member = (id: number, state: KvState, candidate?: SharedPrefix): GroupMember<number> => ({
+    seq: id,
+    ref: { state, row: 0 },
+    ...(candidate === undefined ? {} : { candidate }),
+  });
+
+  it('keeps a shared prefix apart only when the copies it saves beat a run', () => {
+    const big = prefix(300);
+    const small = prefix(40);
+    const members = [
+      member(0, rowState(20, big)),
+      member(1, rowState(30, big)),
+      // Prefilled the template itself: its first 300 columns are the prefix's; it moves onto it.
+      member(2, rowState(310), big),
+      member(3, rowState(15, small)),
+      member(4, rowState(25, small)),
+      member(5, rowState(50)),
+    ];
+    const groups = formGroups(layout, members, 100);
+    const byRows = new Map(groups.map((g) => [g.rows.join(','), g.state]));
+    // 3 rows x 300: (3 - 1) x 300 > 100, kept; 2 rows x 40: 40 < 100, spliced back into the rows.
+    // Each group's rows in ascending order of their own spans.
+    expect([...byRows.keys()].sort()).toEqual(['2,0,1', '5,3,4']);
+    const shared = byRows.get('2,0,1');
+    expect(shared?.shared).toBe(big);
+    expect(shared?.realTokens).toEqual([310, 320, 330]);
+    expect(shared?.pastLength).toBe(30);
+    const plain = byRows.get('5,3,4');
+    expect(plain?.shared).toBeUndefined();
+    expect(plain?.realTokens).toEqual([50, 55, 65]);
+    // Row 4 (the small prefix's 40 columns, then its own 25) holds its positions 0..64 in order.
+    const rowOf = (state: KvState, r: number, t: number): number[] => {
+      const data = state.past[t]?.data as Float32Array;
+      const span = state.realTokens[r] ?? 0;
+      return Array.from(
+        data.subarray((r + 1) * state.pastLength - span, (r + 1) * state.pastLength),
+      );
+    };
+    expect(rowOf(plain as KvState, 2, 1)).toEqual(range(65, 1));
+    // Row 2 (first: the shortest own span) keeps only its 10 columns after the prefix.
+    expect(rowOf({ ...(shared as KvState), realTokens: [10, 20, 30] }, 0, 0)).toEqual(
+      range(310, 0).slice(300),
+    );
+    // At a run cost above what the big prefix saves, every row takes its prefix back.
+    const one = formGroups(layout, members, 1e9);
+    expect(one).toHaveLength(1);
+    expect(one[0]?.state.shared).toBeUndefined();
+    // Unless every row shares the one prefix: then nothing is copied.
+    const all = formGroups(layout, members.slice(0, 2), 1e9);
+    expect(all[0]?.state.shared).toBe(big);
   });
 });

@@ -7,6 +7,7 @@ import { Tensor } from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
 import { GenerationLoop, type SubmitRequest } from '../../src/generative/generation-loop.ts';
+import { moveOntoPrefix, withoutPrefix } from '../../src/generative/kv-batch.ts';
 import { GenerativeEngine } from '../../src/generative/generative-engine.ts';
 import { compileSchedulerOptions, type SchedulerOptions } from '../../src/generative/scheduler.ts';
 import type { GenerationResult } from '../../src/pipelines/generation/generation-progress.ts';
@@ -267,7 +268,7 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     expect(hit?.state.pastLength).toBe(8);
   });
 
-  it('moves a row without a shared prefix onto the one handed out for its prompt (rebase)', () => {
+  it('finds the shared prefix a row without one can move onto (sharedFor, moveOntoPrefix)', () => {
     const cache = sharedCache();
     const template = range(1, 9);
     const first = [...template, 20, 21, 22, 23, 0];
@@ -295,8 +296,11 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       ],
       realTokens: [15, 13],
     };
-    const moved = cache.rebase(first, batch, 1);
-    expect(moved?.shared).toBe(shared);
+    const found = cache.sharedFor(first, batch, 1);
+    expect(found).toBe(shared);
+    if (found === undefined) throw new Error('no shared prefix found');
+    const moved = moveOntoPrefix(sharedLayout, batch, 1, found);
+    expect(moved.shared).toBe(shared);
     expect(moved).toMatchObject({ batch: 1, pastLength: 5, realTokens: [13] });
     expect(moved?.attentionMask).toEqual([[1, 1, 1, 1, 1]]);
     moved?.past.forEach((tensor, t) => {
@@ -306,13 +310,22 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
     });
     // Another prompt, a row that already has a shared prefix, a copying cache: nothing to move.
-    expect(cache.rebase(range(70, 85), batch, 0)).toBeUndefined();
+    expect(cache.sharedFor(range(70, 85), batch, 0)).toBeUndefined();
     expect(
-      cache.rebase(first, { ...fakeState(range(20, 25)), realTokens: [13], shared: shared! }, 0),
+      cache.sharedFor(first, { ...fakeState(range(20, 25)), realTokens: [13], shared: found }, 0),
     ).toBeUndefined();
     const copying = sharedCache({ sharedInput: false });
     copying.store(first, fakeState(first));
-    expect(copying.rebase(first, fakeState(first), 0)).toBeUndefined();
+    expect(copying.sharedFor(first, fakeState(first), 0)).toBeUndefined();
+    // And back: the prefix spliced in front of the row's own columns is the row as it was.
+    const back = withoutPrefix(sharedLayout, moved, 0);
+    expect(back).toMatchObject({ batch: 1, pastLength: 13, realTokens: [13] });
+    expect(back.shared).toBeUndefined();
+    back.past.forEach((tensor, t) =>
+      expect(Array.from(tensor.data as Float32Array)).toEqual(
+        Array.from(row.past[t]?.data as Float32Array),
+      ),
+    );
   });
 
   it("stores the blocks after a shared prefix from the row's own columns", () => {

@@ -143,7 +143,7 @@ export class PrefixCache {
     if (cut < 0) {
       // A path that stops where the trie stops may still be growing (the prompt that fills it is
       // mid-prefill): its end is not yet known to be where prompts part, so it is copied into the
-      // row, and the row is moved onto a shared prefix when it joins the decode batch (rebase).
+      // row, and the row is moved onto a shared prefix when it joins the decode batch (sharedFor).
       if ((path[path.length - 1] as Block).children.size === 0)
         return { state: this.assemble(path), tokens };
       cut = path.length - 1;
@@ -157,13 +157,13 @@ export class PrefixCache {
   }
 
   /**
-   * Row `row` of a cache without a shared prefix (a prefilled sequence's, or a decode batch's,
-   * left-padded), as a batch-of-one cache on the shared prefix already handed out for its
-   * prompt's first blocks; undefined when there is none. The prompt that prefilled a template
-   * itself, and prompts that copied a hit while the template was still being stored, then decode
-   * in one run with the prompts that shared it, instead of in runs of their own.
+   * The shared prefix already handed out for the first blocks of the prompt of row `row` of a
+   * cache without one (a prefilled sequence's, or a decode batch's, left-padded); undefined when
+   * there is none. The row can be moved onto it (`moveOntoPrefix` in kv-batch.ts): the prompt
+   * that prefilled a template itself, and prompts that copied a hit while the template was still
+   * being stored, can then decode in one run with the prompts that shared it.
    */
-  rebase(promptIds: readonly number[], state: KvState, row: number): KvState | undefined {
+  sharedFor(promptIds: readonly number[], state: KvState, row: number): SharedPrefix | undefined {
     if (!this.sharedInput || state.shared !== undefined) return undefined;
     const mask = state.attentionMask[row] ?? [];
     const first = mask.indexOf(1);
@@ -171,34 +171,12 @@ export class PrefixCache {
     // Padding inside the row's span would shift its columns off their positions.
     if (state.realTokens[row] !== span || promptIds.length < this.limits.minTokens)
       return undefined;
-    const { blockTokens } = this.limits;
-    const whole = Math.floor(Math.min(span, promptIds.length) / blockTokens);
+    const whole = Math.floor(Math.min(span, promptIds.length) / this.limits.blockTokens);
     let level = this.roots;
     for (let i = 0; i < whole; i += 1) {
       const block = level.get(this.keyOf(promptIds, i));
       if (block === undefined) return undefined;
-      const shared = block.shared;
-      if (shared !== undefined) {
-        const own = span - shared.length;
-        const { kvHeads: heads, headDim: dim, dtype } = this.layout;
-        const past = this.layout.pastNames.map((name, t) => {
-          const source = cacheBits(state.past[t], name);
-          const out = allocateCache(dtype, heads * own * dim);
-          for (let h = 0; h < heads; h += 1) {
-            const from = ((row * heads + h) * state.pastLength + first + shared.length) * dim;
-            out.set(source.subarray(from, from + own * dim), h * own * dim);
-          }
-          return new Tensor(dtype, out, [1, heads, own, dim]);
-        });
-        return {
-          batch: 1,
-          past,
-          pastLength: own,
-          attentionMask: [mask.slice(first + shared.length)],
-          realTokens: [span],
-          shared,
-        };
-      }
+      if (block.shared !== undefined) return block.shared;
       level = block.children;
     }
     return undefined;
