@@ -49,7 +49,12 @@ describe('generation route config', () => {
       maxKvTokens: 16_384,
       stepTokens: 256,
       decodeRunCostTokens: 1024,
-      prefixCache: { maxBytes: 128 * 1024 * 1024, blockTokens: 16, minTokens: 32 },
+      prefixCache: {
+        maxBytes: 128 * 1024 * 1024,
+        blockTokens: 16,
+        minTokens: 32,
+        sharedInput: true,
+      },
     });
     expect(parsed.routes[0]?.output).toEqual({
       mode: 'result',
