@@ -10,14 +10,13 @@
 // (k - 1) x P fewer token-rows than the same rows with the prefix spliced into each, so a prefix
 // keeps its rows apart when that exceeds runCostTokens (or when every row shares it); otherwise
 // its rows take the prefix back into their own columns and join the rest.
-import type { KvLayout, KvState, SharedPrefix } from '../pipelines/generation/kv-cache.ts';
 import {
-  assembleRows,
-  moveOntoPrefix,
   realSpan,
-  withoutPrefix,
-  type KvRowRef,
-} from './kv-batch.ts';
+  type KvLayout,
+  type KvState,
+  type SharedPrefix,
+} from '../pipelines/generation/kv-cache.ts';
+import { assembleRows, moveOntoPrefix, withoutPrefix, type KvRowRef } from './kv-batch.ts';
 
 export interface DecodeGroup<S> {
   /** `rows[r]` owns row r of `state`. */
@@ -47,13 +46,13 @@ export function formGroups<S>(
   const byPrefix = new Map<SharedPrefix | undefined, GroupMember<S>[]>();
   for (const m of members) {
     const prefix = prefixOf(m);
+    const key = kept(prefix) ? prefix : undefined;
     const { state, row } = m.ref;
     let ref = m.ref;
-    if (kept(prefix) && state.shared === undefined)
-      ref = { state: moveOntoPrefix(layout, state, row, prefix as SharedPrefix), row: 0 };
-    else if (!kept(prefix) && state.shared !== undefined)
+    if (key !== undefined && state.shared === undefined)
+      ref = { state: moveOntoPrefix(layout, state, row, key), row: 0 };
+    else if (key === undefined && state.shared !== undefined)
       ref = { state: withoutPrefix(layout, state, row), row: 0 };
-    const key = kept(prefix) ? prefix : undefined;
     const list = byPrefix.get(key);
     if (list === undefined) byPrefix.set(key, [{ seq: m.seq, ref }]);
     else list.push({ seq: m.seq, ref });

@@ -13,11 +13,11 @@
 // when.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
-import { emptyKvState, runStep, type KvState } from '../pipelines/generation/kv-cache.ts';
+import { emptyKvState, realSpan, runStep, type KvState } from '../pipelines/generation/kv-cache.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import { formGroups, type DecodeGroup, type GroupMember } from './decode-groups.ts';
-import { assembleRows, dropRows, realSpan } from './kv-batch.ts';
+import { assembleRows, dropRows } from './kv-batch.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
 import { Sequence, type CancelReason } from './sequence.ts';

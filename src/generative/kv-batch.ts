@@ -10,6 +10,7 @@ import { Tensor } from 'onnxruntime-node';
 import { InferenceError } from '../errors.ts';
 import {
   emptyKvState,
+  realSpan,
   type KvLayout,
   type KvState,
   type SharedPrefix,
@@ -58,13 +59,6 @@ export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvSta
     }),
     realTokens: rows.map(({ state, row }) => state.realTokens[row] ?? 0),
   };
-}
-
-/** The row's cached columns from its first real token on: what must survive a re-assembly. */
-export function realSpan(state: KvState, row: number): number {
-  const mask = state.attentionMask[row] ?? [];
-  const first = mask.indexOf(1);
-  return first < 0 ? 0 : state.pastLength - first;
 }
 
 /** A batch with some rows removed, and which of the old rows each new row is. */
@@ -149,20 +143,17 @@ export function withoutPrefix(layout: KvLayout, state: KvState, row: number): Kv
   const span = realSpan(state, row);
   const length = shared.length + span;
   const { kvHeads: heads, headDim: dim } = layout;
-  const own = copyColumns(layout, state, row, state.pastLength - span, span);
   const past = layout.pastNames.map((name, t) => {
     const out = allocateCache(layout.dtype, heads * length * dim);
     const prefix = cacheBits(shared.past[t], name);
-    const mine = cacheBits(own[t], name);
+    const source = cacheBits(state.past[t], name);
     for (let h = 0; h < heads; h += 1) {
+      const from = ((row * heads + h) * state.pastLength + state.pastLength - span) * dim;
       out.set(
         prefix.subarray(h * shared.length * dim, (h + 1) * shared.length * dim),
         h * length * dim,
       );
-      out.set(
-        mine.subarray(h * span * dim, (h + 1) * span * dim),
-        (h * length + shared.length) * dim,
-      );
+      out.set(source.subarray(from, from + span * dim), (h * length + shared.length) * dim);
     }
     return new Tensor(layout.dtype, out, [1, heads, length, dim]);
   });

@@ -202,11 +202,9 @@ def build(tokenizer) -> dict[str, Any]:
         wrapper = WithPast(loaded, layers).eval()
         prompts = ["Hello there", "The meeting is moved to Thursday because"]
         head_dim = config.hidden_size // config.num_attention_heads
-        # Trace with a non-empty past and left padding so neither shortcut is baked into the graph.
-        prefill = _feeds(tok, prompts, config)
-        with torch.no_grad():
-            first = wrapper(*[torch.from_numpy(v) for v in prefill.values()])
-        trace_feed = _shared_prefix_feeds(tok, wrapper, config)[1]
+        # Traced on a decode step with a shared prefix, a non-empty past and left padding, so no
+        # shortcut is baked into the graph; both steps are parity feeds too.
+        shared_feeds = _shared_prefix_feeds(tok, wrapper, config)
         dynamic = {
             "input_ids": {0: "batch_size", 1: "sequence_length"},
             "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
@@ -220,7 +218,7 @@ def build(tokenizer) -> dict[str, Any]:
         for name in _prefix_names(layers):
             dynamic[name] = {2: "prefix_length"}
         onnx_path = out_dir / "model.onnx"
-        _export(wrapper, trace_feed, ["logits", *present_names], dynamic, onnx_path)
+        _export(wrapper, shared_feeds[1], ["logits", *present_names], dynamic, onnx_path)
 
         def reference(feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             with torch.no_grad():
@@ -233,7 +231,7 @@ def build(tokenizer) -> dict[str, Any]:
         step2 = _decode_feed(step1, [ref1[n] for n in present_names], next_ids, layers)
         single = _feeds(tok, [texts.SHORT], config)
         plain = [_with_prefix(feed, None, config) for feed in (step1, step2, single)]
-        parity = onnx_export.check_parity(onnx_path, reference, [*plain, *_shared_prefix_feeds(tok, wrapper, config)])
+        parity = onnx_export.check_parity(onnx_path, reference, [*plain, *shared_feeds])
 
         generation = _generation_cases(tok, loaded)
         steps = _step_cases(tok, config, reference, present_names)

@@ -141,6 +141,13 @@ export function emptyKvState(layout: KvLayout, batch: number): KvState {
   };
 }
 
+/** The row's cached columns from its first real token on: what must survive a re-assembly. */
+export function realSpan(state: KvState, row: number): number {
+  const mask = state.attentionMask[row] ?? [];
+  const first = mask.indexOf(1);
+  return first < 0 ? 0 : state.pastLength - first;
+}
+
 /** The shared-prefix feed of a state without one: zero positions. */
 function emptyPrefix(layout: KvLayout): Tensor {
   return zerosTensor(layout.dtype, [1, layout.kvHeads, 0, layout.headDim]);

@@ -16,7 +16,13 @@
 import { Tensor } from 'onnxruntime-node';
 import { z } from 'zod';
 import { parseWithSchema } from '../../options/parse.ts';
-import { emptyKvState, type KvLayout, type KvState, type SharedPrefix } from './kv-cache.ts';
+import {
+  emptyKvState,
+  realSpan,
+  type KvLayout,
+  type KvState,
+  type SharedPrefix,
+} from './kv-cache.ts';
 import { allocateCache, cacheBits, type CacheArray } from './kv-dtype.ts';
 
 export const prefixCacheSchema = z
@@ -165,9 +171,7 @@ export class PrefixCache {
    */
   sharedFor(promptIds: readonly number[], state: KvState, row: number): SharedPrefix | undefined {
     if (!this.sharedInput || state.shared !== undefined) return undefined;
-    const mask = state.attentionMask[row] ?? [];
-    const first = mask.indexOf(1);
-    const span = first < 0 ? 0 : state.pastLength - first;
+    const span = realSpan(state, row);
     // Padding inside the row's span would shift its columns off their positions.
     if (state.realTokens[row] !== span || promptIds.length < this.limits.minTokens)
       return undefined;
