@@ -6,8 +6,8 @@
 // checked against limits.maxImagePixels before any thread decodes the pixels.
 import { open, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import sharp from 'sharp';
 import { InputError } from '../errors.ts';
+import { loadSharp } from '../pipelines/vision/load-sharp.ts';
 
 export interface ImageInputOptions {
   from: 'base64' | 'path';
@@ -58,6 +58,7 @@ export class ImageInputs {
       );
     let width: number | undefined;
     let height: number | undefined;
+    const sharp = await loadSharp();
     try {
       ({ width, height } = await sharp(bytes).metadata());
     } catch {

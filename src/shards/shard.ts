@@ -18,6 +18,16 @@ import type { ShardSpec } from './shard-spec.ts';
  */
 export const BATCHES_PER_THREAD = 2;
 
+/**
+ * The young generation of an inference thread's heap, in MB. V8 sizes it from the machine (16 MB
+ * semi-spaces here) and starts old-generation marking as soon as the heap's headroom is no larger
+ * than that: with ONNX Runtime's output buffers churning, a thread then ran one mark-compact every
+ * ~25 records, each marking the whole heap on V8's helper threads (~0.6 core-ms a record on int8
+ * MiniLM, 2 % of its throughput; issue 15). Capped, the young garbage dies in scavenges and no
+ * mark-compact ran in 500 records; at 8 MB and above they were back.
+ */
+export const YOUNG_GENERATION_MB = 4;
+
 const DEFAULT_WORKER = fileURLToPath(new URL('./inference-worker.ts', import.meta.url));
 
 export interface ShardOptions {
@@ -58,6 +68,7 @@ export class Shard {
       // Nothing reads piscina's run and wait-time histograms; they cost the main thread a
       // little on every batch.
       recordTiming: false,
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
       // close() must wait out a running batch however long it takes: piscina destroys the
       // threads at this timeout, and a thread terminated inside session.run aborts the whole
       // process natively ("terminate called after throwing an instance of 'Napi::Error'").

@@ -5,9 +5,6 @@
 // need no browser and run in worker threads. Integer samples are scaled by 2^(bits-1), as
 // libsndfile and ffmpeg scale them.
 import { readFile } from 'node:fs/promises';
-import { FLACDecoder } from '@wasm-audio-decoders/flac';
-import { OggVorbisDecoder } from '@wasm-audio-decoders/ogg-vorbis';
-import { MPEGDecoder } from 'mpg123-decoder';
 import wavefile from 'wavefile';
 import { InputError } from '../../errors.ts';
 import { probeAudio, type AudioFormat } from './audio-format.ts';
@@ -99,10 +96,14 @@ export function mixdown(channels: readonly Float32Array[]): Float32Array {
 
 type Decoder = (bytes: Uint8Array) => Promise<DecodedAudio>;
 
+// The WebAssembly decoders (~2.7 MB of heap together) load with the first file of their format:
+// every inference thread imports this module through the task registry, and a bigger heap makes
+// each of its garbage collections dearer, audio route or not (issue 15).
 const DECODERS: Record<AudioFormat, Decoder> = {
   wav: (bytes) => Promise.resolve(decodeWav(bytes)),
   flac: decodeFlac,
   ogg: async (bytes) => {
+    const { OggVorbisDecoder } = await import('@wasm-audio-decoders/ogg-vorbis');
     const decoder = new OggVorbisDecoder();
     try {
       await decoder.ready;
@@ -112,6 +113,7 @@ const DECODERS: Record<AudioFormat, Decoder> = {
     }
   },
   mp3: async (bytes) => {
+    const { MPEGDecoder } = await import('mpg123-decoder');
     const decoder = new MPEGDecoder();
     try {
       await decoder.ready;
@@ -136,6 +138,7 @@ function checked(result: LibraryResult): DecodedAudio {
 }
 
 async function decodeFlac(bytes: Uint8Array): Promise<DecodedAudio> {
+  const { FLACDecoder } = await import('@wasm-audio-decoders/flac');
   const decoder = new FLACDecoder();
   try {
     await decoder.ready;

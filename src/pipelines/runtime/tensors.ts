@@ -8,7 +8,8 @@ export type Feeds = Record<string, Tensor>;
 /**
  * Pads every encoding to the longest one and fills the inputs the model declares
  * (`input_ids`, `attention_mask`, `token_type_ids`). Padding is on the right, as Python pads
- * encoder batches.
+ * encoder batches. Only the declared inputs are read from the encodings (a field may be a lazy
+ * read from the tokenizer).
  */
 export function textFeeds(
   batch: readonly TokenizedText[],
@@ -17,23 +18,21 @@ export function textFeeds(
 ): Feeds {
   const rows = batch.length;
   const width = batch.reduce((max, e) => Math.max(max, e.ids.length), 0);
-  const ids = new BigInt64Array(rows * width).fill(BigInt(padId));
-  const mask = new BigInt64Array(rows * width);
-  const types = new BigInt64Array(rows * width);
-  batch.forEach((encoding, row) => {
-    const base = row * width;
-    for (let i = 0; i < encoding.ids.length; i += 1) {
-      ids[base + i] = BigInt(encoding.ids[i] ?? padId);
-      mask[base + i] = BigInt(encoding.attentionMask[i] ?? 0);
-      types[base + i] = BigInt(encoding.typeIds[i] ?? 0);
-    }
-  });
   const dims = [rows, width];
+  const tensor = (field: 'ids' | 'attentionMask' | 'typeIds', pad: number): Tensor => {
+    const values = new BigInt64Array(rows * width).fill(BigInt(pad));
+    batch.forEach((encoding, row) => {
+      const source = encoding[field];
+      const base = row * width;
+      for (let i = 0; i < encoding.ids.length; i += 1) values[base + i] = BigInt(source[i] ?? pad);
+    });
+    return new Tensor('int64', values, dims);
+  };
   const feeds: Feeds = {};
   for (const name of inputNames) {
-    if (name === 'input_ids') feeds[name] = new Tensor('int64', ids, dims);
-    else if (name === 'attention_mask') feeds[name] = new Tensor('int64', mask, dims);
-    else if (name === 'token_type_ids') feeds[name] = new Tensor('int64', types, dims);
+    if (name === 'input_ids') feeds[name] = tensor('ids', padId);
+    else if (name === 'attention_mask') feeds[name] = tensor('attentionMask', 0);
+    else if (name === 'token_type_ids') feeds[name] = tensor('typeIds', 0);
   }
   return feeds;
 }

@@ -9,6 +9,7 @@ import {
   type TruncationStrategy as RustTruncationStrategy,
 } from 'tokenizers';
 import { InputError, ModelFolderError } from '../../errors.ts';
+import { singleTypeIdsAreZero } from './post-processor.ts';
 import { wordPrefix } from './word-prefix.ts';
 
 /**
@@ -76,6 +77,8 @@ export class TextTokenizer {
   /** Truncation settings live inside the Rust tokenizer, so each setting gets its own instance. */
   private readonly instances = new Map<string, Tokenizer>();
   private readonly base: Tokenizer;
+  /** A single text's type ids are all 0 (tokenizer.json's post-processor says so). */
+  private readonly singleTypesZero: boolean;
 
   private constructor(
     folder: string,
@@ -91,6 +94,9 @@ export class TextTokenizer {
     const declared = config.model_max_length;
     this.maxLength = typeof declared === 'number' && declared < NO_LIMIT ? declared : fallbackMax;
     this.base = this.instance({ truncation: false });
+    this.singleTypesZero = singleTypeIdsAreZero(
+      (JSON.parse(json) as { post_processor?: unknown }).post_processor,
+    );
   }
 
   /** `fallbackMaxLength` is used when tokenizer_config.json declares no usable limit. */
@@ -239,7 +245,9 @@ export class TextTokenizer {
                 : this.encodePair(tokenizer, input, options),
             ),
           );
-    return encodings.map((e) => ('ids' in e ? e : toTokenized(e)));
+    return encodings.map((e, i) =>
+      'ids' in e ? e : toTokenized(e, this.singleTypesZero && typeof inputs[i] === 'string'),
+    );
   }
 
   /**
@@ -281,7 +289,7 @@ export class TextTokenizer {
     }
     // Post-processing an encoding a second time trims byte-level offsets again, so offsets come
     // from the two single encodings; everything else from the post-processed pair.
-    const merged = toTokenized(this.base.postProcess(first, second, addSpecialTokens));
+    const merged = toTokenized(this.base.postProcess(first, second, addSpecialTokens), false);
     const own = [first.getOffsets(), second.getOffsets()];
     const next = [0, 0];
     merged.offsets = merged.sequenceIds.map((sequence, i) => {
@@ -338,22 +346,38 @@ const STRATEGIES = {
 } satisfies Record<TruncationStrategy, RustTruncationStrategy>;
 
 /**
- * Ids, types and mask are read at once: every caller builds tensors from them. The rest (offsets,
- * word and sequence ids, the special-tokens mask, overflowing windows) is read from the Rust
- * encoding only when asked for: each is a trip through N-API building one JS value per token, and
- * most tasks (embeddings, classification) never look at them (issue 15's per-record overhead).
- * They are own enumerable accessors, so spreading, JSON and deep equality still see every field.
+ * Only the ids are read at once. Every other field is read from the Rust encoding when asked for:
+ * each is a trip through N-API building one JS value per token (~28 µs for 256 ids), and most
+ * tasks (embeddings, classification) never look at offsets or word ids (issue 15's per-record
+ * overhead). The attention mask is never read from Rust: no instance here pads, and an unpadded
+ * encoding attends to every token. Type ids of a single text are zeros, without a trip, when the
+ * post-processor says so (`zeroTypes`). The fields are own enumerable accessors, so spreading,
+ * JSON and deep equality still see every one.
  */
-function toTokenized(encoding: Encoding): TokenizedText {
+function toTokenized(encoding: Encoding, zeroTypes: boolean): TokenizedText {
+  const ids = encoding.getIds();
+  const length = ids.length;
+  let typeIds: number[] | undefined;
+  let attentionMask: number[] | undefined;
   let specialTokensMask: number[] | undefined;
   let offsets: [number, number][] | undefined;
   let wordIds: (number | null)[] | undefined;
   let sequenceIds: (number | null)[] | undefined;
   let overflowing: TokenizedText[] | undefined;
   return {
-    ids: encoding.getIds(),
-    typeIds: encoding.getTypeIds(),
-    attentionMask: encoding.getAttentionMask(),
+    ids,
+    get typeIds() {
+      return (typeIds ??= zeroTypes ? new Array<number>(length).fill(0) : encoding.getTypeIds());
+    },
+    set typeIds(value) {
+      typeIds = value;
+    },
+    get attentionMask() {
+      return (attentionMask ??= new Array<number>(length).fill(1));
+    },
+    set attentionMask(value) {
+      attentionMask = value;
+    },
     get specialTokensMask() {
       return (specialTokensMask ??= encoding.getSpecialTokensMask());
     },
@@ -379,7 +403,7 @@ function toTokenized(encoding: Encoding): TokenizedText {
       sequenceIds = value;
     },
     get overflowing() {
-      return (overflowing ??= encoding.getOverflowing().map(toTokenized));
+      return (overflowing ??= encoding.getOverflowing().map((e) => toTokenized(e, zeroTypes)));
     },
     set overflowing(value) {
       overflowing = value;

@@ -2,7 +2,6 @@
 // model with a `predicted_depth` output [batch, height, width]): the prediction resized to the
 // image with torch's bicubic interpolation, and an 8-bit depth image scaled from its minimum (0)
 // to its maximum (255), as PNG bytes. The float map itself comes back when asked for.
-import sharp from 'sharp';
 import { z } from 'zod';
 import { InferenceError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -11,6 +10,7 @@ import { floatOutput } from '../runtime/tensors.ts';
 import type { TaskDefinition } from '../task-definition.ts';
 import { bySize, imageFeeds, prepareImages } from './image-batch.ts';
 import type { ImageInput } from './image-decode.ts';
+import { loadSharp } from './load-sharp.ts';
 import { compilePreprocessor, type ImagePreprocessor } from './image-preprocess.ts';
 import { imageInput } from './image-task.ts';
 import { torchBicubic, type FloatImage } from './torch-bicubic.ts';
@@ -93,6 +93,7 @@ export async function depthPng(map: FloatImage): Promise<Uint8Array> {
     map.data.forEach((v, i) => {
       pixels[i] = Math.trunc(f(f(f(v - min) / range) * 255));
     });
+  const sharp = await loadSharp();
   const png = await sharp(pixels, { raw: { width: map.width, height: map.height, channels: 1 } })
     .toColourspace('b-w')
     .png()

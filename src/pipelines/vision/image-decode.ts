@@ -1,8 +1,9 @@
 // Images in (a file path, encoded bytes, or raw RGB pixels) -> 8-bit RGB pixels, as Python's
 // load_image gives them: EXIF orientation applied, then PIL's convert("RGB"), which drops an alpha
 // channel without compositing and repeats a grey channel three times.
-import sharp, { type OutputInfo } from 'sharp';
+import type { OutputInfo } from 'sharp';
 import { InputError } from '../../errors.ts';
+import { loadSharp } from './load-sharp.ts';
 import type { RgbImage } from './pil-resize.ts';
 
 /** A file path, the bytes of an encoded image (PNG, JPEG, WebP, ...), or raw RGB pixels. */
@@ -25,6 +26,7 @@ export async function decodeImage(input: ImageInput, field: string): Promise<Rgb
   }
   let decoded: { data: Buffer; info: OutputInfo };
   try {
+    const sharp = await loadSharp();
     decoded = await sharp(input, { failOn: 'error', limitInputPixels: MAX_DECODED_PIXELS })
       .rotate()
       .raw()

@@ -1,6 +1,6 @@
 // Images a pipeline returns (masks, cut-outs) as PNG bytes: lossless, so a consumer decodes the
 // exact pixels the pipeline computed.
-import sharp from 'sharp';
+import { loadSharp } from './load-sharp.ts';
 
 /** 8-bit pixels, row by row, interleaved: 1 channel (grey), 3 (RGB) or 4 (RGBA). */
 export async function encodePng(
@@ -10,6 +10,7 @@ export async function encodePng(
   channels: 1 | 3 | 4,
 ): Promise<Uint8Array> {
   // Without the colour space sharp widens one channel to RGB.
+  const sharp = await loadSharp();
   const png = await sharp(pixels, { raw: { width, height, channels } })
     .toColourspace(channels === 1 ? 'b-w' : 'srgb')
     .png({ compressionLevel: 6 })

@@ -2,7 +2,19 @@
 // token-mask walk steps a state without allocating. refa (the finite-automata library behind
 // eslint-plugin-regexp) parses the ECMAScript regex and builds and minimizes the automaton; this
 // file only lays its transitions out and drops the states that can no longer reach a match.
-import { DFA, JS, NFA, TooManyNodesError } from 'refa';
+import { createRequire } from 'node:module';
+import type * as Refa from 'refa';
+import type { DFA, JS } from 'refa';
+
+// refa weighs ~7.6 MB of heap once loaded, and every inference thread imports this file through
+// the task registry; a heap that size makes each of the thread's mark-compacts (ONNX Runtime's
+// output buffers set their pace) several times dearer (issue 15). So it loads at the first
+// pattern, not with the module.
+let refa: typeof Refa | undefined;
+function loadRefa(): typeof Refa {
+  refa ??= createRequire(import.meta.url)('refa') as typeof Refa;
+  return refa;
+}
 
 /** A pattern refa refused, or one whose automaton is too large; the message says which. */
 export class PatternError extends Error {
@@ -58,6 +70,7 @@ export class CharDfa {
     const { expression, maxCharacter } = parsePattern(pattern);
     let dfa: DFA;
     try {
+      const { DFA, NFA } = loadRefa();
       const nfa = NFA.fromRegex(expression, { maxCharacter }, { assertions: 'throw' });
       dfa = DFA.fromFA(nfa, new DFA.LimitedNodeFactory(MAX_DFA_STATES));
     } catch (err) {
@@ -138,17 +151,19 @@ export class CharDfa {
 /** The pattern's syntax tree (cheap: no automaton); a PatternError says what is refused. */
 export function parsePattern(pattern: string): JS.ParseResult {
   try {
-    return JS.Parser.fromLiteral({ source: stripAnchors(pattern), flags: 'u' }).parse({
-      assertions: 'throw',
-      backreferences: 'throw',
-    });
+    return loadRefa()
+      .JS.Parser.fromLiteral({ source: stripAnchors(pattern), flags: 'u' })
+      .parse({
+        assertions: 'throw',
+        backreferences: 'throw',
+      });
   } catch (err) {
     throw patternError(err);
   }
 }
 
 function patternError(err: unknown): PatternError {
-  if (err instanceof TooManyNodesError)
+  if (err instanceof loadRefa().TooManyNodesError)
     return new PatternError(
       `its automaton has more than ${MAX_DFA_STATES} states; bound fewer repetitions (maxLength, maxItems)`,
     );
