@@ -13,6 +13,8 @@ import { percentile, round } from './stats.ts';
 export interface RepeatRun {
   raw: number;
   ours: number;
+  /** Raw in the same thread split, one row per session call (when asked for). */
+  rawOneRow?: number;
 }
 
 export interface Spread {
@@ -34,6 +36,11 @@ export interface RepeatInput {
   runs: number;
   /** Run 1's order is ours first; each next run swaps. */
   firstRun: number;
+  /**
+   * Also time raw with one row per session call, between the other two: what raw does when a
+   * record's output may not depend on its batch mates (dynamically quantized models).
+   */
+  oneRow?: boolean;
   log: (line: string) => void;
 }
 
@@ -43,11 +50,11 @@ const MAX_WAIT_MS = 10;
 export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
   const { spec, texts, rows, raw, log } = input;
   const onnxPath = `${spec.modelFolder}/model.onnx`;
-  const timeRawOnce = async (): Promise<number> => {
-    const pool = await RawPool.start(onnxPath, raw.workers, raw.intraOpThreads);
+  const timeRawOnce = async (config: RawConfig = raw): Promise<number> => {
+    const pool = await RawPool.start(onnxPath, config.workers, config.intraOpThreads);
     try {
-      const rps = await timeRaw(pool, rows, raw, raw.batching);
-      if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(raw)}`);
+      const rps = await timeRaw(pool, rows, config, config.batching);
+      if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(config)}`);
       return rps;
     } finally {
       await pool.close();
@@ -67,18 +74,26 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
     const n = input.firstRun + i;
     const oursFirst = n % 2 === 1;
     const first = await (oursFirst ? timeOursOnce() : timeRawOnce());
+    const rawOneRow =
+      input.oneRow === true
+        ? await timeRawOnce({ ...raw, batching: { kind: 'rows', size: 1 } })
+        : undefined;
     const second = await (oursFirst ? timeRawOnce() : timeOursOnce());
-    const run = oursFirst ? { ours: first, raw: second } : { raw: first, ours: second };
+    const run: RepeatRun = oursFirst ? { ours: first, raw: second } : { raw: first, ours: second };
+    if (rawOneRow !== undefined) run.rawOneRow = rawOneRow;
     runs.push(run);
     log(
-      `${spec.name} run ${n}: raw ${run.raw.toFixed(2)}, ours ${run.ours.toFixed(2)} rec/s, ours ÷ raw ${(run.ours / run.raw).toFixed(3)}`,
+      `${spec.name} run ${n}: raw ${run.raw.toFixed(2)}, ours ${run.ours.toFixed(2)} rec/s, ours ÷ raw ${(run.ours / run.raw).toFixed(3)}` +
+        (rawOneRow === undefined
+          ? ''
+          : `; raw one row a call ${rawOneRow.toFixed(2)}, ours ÷ that ${(run.ours / rawOneRow).toFixed(3)}`),
     );
   }
   return runs;
 }
 
-export function spread(runs: readonly RepeatRun[]): Spread {
-  const ratios = runs.map((run) => round(run.ours / run.raw));
+export function spread(runs: readonly RepeatRun[], against: 'raw' | 'rawOneRow' = 'raw'): Spread {
+  const ratios = runs.map((run) => round(run.ours / (run[against] ?? Number.NaN)));
   return {
     runs: ratios,
     min: Math.min(...ratios),
@@ -96,6 +111,8 @@ export interface RawOnlyInput {
   calibration: number;
   searchSeconds: number;
   runs: number;
+  /** Also time raw one row a call (RepeatInput.oneRow). */
+  oneRow?: boolean;
   log: (line: string) => void;
 }
 
@@ -134,6 +151,7 @@ export async function vsRawOnly(
     raw: search.best,
     runs: input.runs,
     firstRun: 1,
+    oneRow: input.oneRow === true,
     log,
   });
   return { raw: search.best, searchSeconds, runs };

@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
-import { l2Normalize } from '../runtime/math.ts';
+import { l2Normalize, maskedMean } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { assertString } from '../pipeline.ts';
@@ -100,22 +100,8 @@ export class FeatureExtractionPipeline extends BasePipeline<
         return token(0);
       case 'none':
         return Array.from({ length: mask.length }, (_, t) => token(t));
-      case 'mean': {
-        const sum = new Float64Array(size);
-        let count = 0;
-        for (let t = 0; t < mask.length; t += 1) {
-          if (mask[t] !== 1) continue;
-          count += 1;
-          // A view per token keeps the inner loop free of bounds fallbacks (it runs for every
-          // hidden value of every record).
-          const vector = data.subarray(base + t * size, base + (t + 1) * size);
-          for (let h = 0; h < size; h += 1) sum[h]! += vector[h]!;
-        }
-        const divisor = Math.max(count, 1e-9);
-        const mean = new Float32Array(size);
-        for (let h = 0; h < size; h += 1) mean[h] = sum[h]! / divisor;
-        return mean;
-      }
+      case 'mean':
+        return maskedMean(data, base, size, mask);
       case 'max': {
         const max = new Float32Array(size).fill(-Infinity);
         for (let t = 0; t < mask.length; t += 1) {
