@@ -25,8 +25,8 @@ export async function decodeImage(input: ImageInput, field: string): Promise<Rgb
     );
   }
   let decoded: { data: Buffer; info: OutputInfo };
+  const sharp = await loadSharp();
   try {
-    const sharp = await loadSharp();
     decoded = await sharp(input, { failOn: 'error', limitInputPixels: MAX_DECODED_PIXELS })
       .rotate()
       .raw()
