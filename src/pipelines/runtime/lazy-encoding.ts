@@ -1,6 +1,18 @@
 // A Rust encoding seen as a TokenizedText whose fields cross N-API only when read.
 import type { Encoding } from 'tokenizers';
-import type { TokenizedText } from './text-tokenizer.ts';
+
+/** One encoded input. Offsets are in Unicode code points, as Python reports them. */
+export interface TokenizedText {
+  ids: number[];
+  typeIds: number[];
+  attentionMask: number[];
+  specialTokensMask: number[];
+  offsets: [number, number][];
+  wordIds: (number | null)[];
+  sequenceIds: (number | null)[];
+  /** Further windows when the input was longer than the maximum length and a stride was asked. */
+  overflowing: TokenizedText[];
+}
 
 /**
  * Only the ids are read at once. Every other field is read from the Rust encoding when asked for:

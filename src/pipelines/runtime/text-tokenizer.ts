@@ -9,7 +9,7 @@ import {
   type TruncationStrategy as RustTruncationStrategy,
 } from 'tokenizers';
 import { InputError, ModelFolderError } from '../../errors.ts';
-import { toTokenized } from './lazy-encoding.ts';
+import { toTokenized, type TokenizedText } from './lazy-encoding.ts';
 import { singleTypeIdsAreZero } from './post-processor.ts';
 import { wordPrefix } from './word-prefix.ts';
 
@@ -31,18 +31,7 @@ export interface EncodeOptions {
   addSpecialTokens?: boolean;
 }
 
-/** One encoded input. Offsets are in Unicode code points, as Python reports them. */
-export interface TokenizedText {
-  ids: number[];
-  typeIds: number[];
-  attentionMask: number[];
-  specialTokensMask: number[];
-  offsets: [number, number][];
-  wordIds: (number | null)[];
-  sequenceIds: (number | null)[];
-  /** Further windows when the input was longer than the maximum length and a stride was asked. */
-  overflowing: TokenizedText[];
-}
+export type { TokenizedText } from './lazy-encoding.ts';
 
 export type TextInput = string | readonly [string, string];
 
