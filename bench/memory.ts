@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { InferenceSession } from 'onnxruntime-node';
-import type { RuntimeOptions } from '../src/pipelines/runtime/runtime-options.ts';
+import type { RuntimeOptions } from '../src/runtime/runtime-options.ts';
 import { isBatchInvariant } from '../src/pipelines/runtime/batch-invariance.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { EMBEDDING } from './lib/contenders.ts';

@@ -99,6 +99,36 @@ export class InferenceError extends HugotError {
   }
 }
 
+/**
+ * ONNX Runtime returned an OrtStatus from a C API call (the native binding): its message, and its
+ * OrtErrorCode name in `ortCode` (on this side of a thread boundary; the message carries it too).
+ */
+export class OrtStatusError extends HugotError {
+  override name = 'OrtStatusError';
+  readonly ortCode: string | undefined;
+  constructor(message: string, options: HugotErrorOptions & { ortCode?: string } = {}) {
+    const { ortCode, ...rest } = options;
+    super(
+      'INFERENCE_FAILED',
+      ortCode === undefined ? message : `${message} [${ortCode}]`,
+      true,
+      rest,
+    );
+    this.ortCode = ortCode;
+  }
+}
+
+/**
+ * Feeds that do not fit the session: a missing or unknown input, a wrong dtype, rank or fixed
+ * dimension. Found before any native call, so retrying cannot help; `field` names the tensor.
+ */
+export class FeedMismatchError extends HugotError {
+  override name = 'FeedMismatchError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('INFERENCE_FAILED', message, false, options);
+  }
+}
+
 /** The queue is past its hard limit: the caller should back off and retry. */
 export class OverloadedError extends HugotError {
   override name = 'OverloadedError';
@@ -226,6 +256,8 @@ const errorClasses: Record<string, ErrorClass> = {
   UnknownPipelineError,
   ProviderUnavailableError,
   InferenceError,
+  OrtStatusError,
+  FeedMismatchError,
   OverloadedError,
   DeadlineExceededError,
   CancelledError,

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import type { DispatchStats } from '../../src/engine/dispatcher.ts';
 import { BatchEngine, type BatchEnginePipeline } from '../../src/engine/batch-engine.ts';
-import type { RuntimeOptions } from '../../src/pipelines/runtime/runtime-options.ts';
+import type { RuntimeOptions } from '../../src/runtime/runtime-options.ts';
 import type { ShardOption } from '../../src/shards/shard-spec.ts';
 import { percentile } from './stats.ts';
 

@@ -6,7 +6,7 @@ import { batcherOptionsSchema } from '../batching/batcher-options.ts';
 import { GENERATIVE_TASKS } from '../generative/generative-tasks.ts';
 import { checkedAsWritten, checkWithSchema } from '../options/parse.ts';
 import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
-import { runtimeOptionsSchema } from '../pipelines/runtime/runtime-options.ts';
+import { runtimeOptionsSchema } from '../runtime/runtime-options.ts';
 import { shardSchema } from '../shards/shard-spec.ts';
 import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
 import {

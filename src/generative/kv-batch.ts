@@ -6,7 +6,7 @@
 // past length is the longest live row's, not the longest ever seen. docs/generative.md has the
 // measurement that chose this over concatenating per-sequence caches every step. Rows of one
 // batch share one shared prefix (or none): it is fed once per run, never copied into the rows.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../runtime/tensor.ts';
 import { InferenceError } from '../errors.ts';
 import {
   emptyKvState,

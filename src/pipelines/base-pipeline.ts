@@ -3,7 +3,8 @@
 // counters of where a batch's time goes (tokenizing vs ONNX Runtime). A pipeline then writes only
 // its own steps in `runBatch`: the empty-batch check, the error wrapping around `session.run` and
 // the timings come from here, so per-pipeline constructors stop repeating them.
-import type { InferenceSession, Tensor } from 'onnxruntime-node';
+import type { Tensor } from '../runtime/tensor.ts';
+import type { OrtSession, Feeds } from '../runtime/session.ts';
 import type { z } from 'zod';
 import { HugotError, InferenceError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
@@ -28,8 +29,6 @@ export interface BaseOptions {
   /** false for tasks that read no text (images, tabular rows); default true. */
   tokenizer?: boolean;
 }
-
-type Feeds = InferenceSession.FeedsType;
 
 export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> implements Pipeline<
   Input,
@@ -102,7 +101,7 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
   protected async infer(
     feeds: Feeds,
     outputNames?: readonly string[],
-    session: InferenceSession = this.model.session,
+    session: OrtSession = this.model.session,
   ): Promise<Record<string, Tensor>> {
     const started = performance.now();
     try {

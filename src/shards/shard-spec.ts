@@ -5,7 +5,7 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { parseWithSchema } from '../options/parse.ts';
 import { didYouMean } from '../options/suggest.ts';
-import type { ExecutionProvider } from '../pipelines/runtime/runtime-options.ts';
+import type { ExecutionProvider } from '../runtime/runtime-options.ts';
 
 const SHARD_FORMS =
   "'cpu', 'cuda:<device id>', {device: cpu, threads?, intraOpThreads?} or {device: cuda, deviceId, threads?}";

@@ -7,7 +7,7 @@ import { createHugot } from '../../src/hugot.ts';
 import {
   compileRuntimeOptions,
   toSessionOptions,
-} from '../../src/pipelines/runtime/runtime-options.ts';
+} from '../../src/runtime/runtime-options.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'bert-feature-extraction');
 

@@ -5,7 +5,7 @@
 // scored (softmax, or sigmoid for multi-label, none for regression) and ranked. Python runs one clip
 // per forward pass; inputs of equal shape share a run here (a Wav2Vec2 model, per-clip group norm
 // and no padding, answers row by row; every AST input is max_length frames).
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { ModelFolderError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';

@@ -5,7 +5,7 @@
 // generate (whisper-generate.ts); the chunks' tokens merged into text and timestamped chunks by
 // the tokenizer's rules (whisper-transcript.ts). On the generative engine a clip advances one
 // segment per step (segmentwise.ts), so its text streams a segment at a time.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
 import type { GenerationResult } from '../generation/generation-progress.ts';

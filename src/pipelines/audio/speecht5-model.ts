@@ -5,7 +5,8 @@
 // probability reaches the threshold (checked from minlen on) or at maxlen, both counted in steps
 // from the encoder's length; the postnet and the vocoder then turn the frames into a waveform.
 // Optimum exports these graphs for one text at a time (batch 1), so each text runs alone.
-import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
+import type { OrtSession } from '../../runtime/session.ts';
 import { InferenceError, InputError, ModelFolderError } from '../../errors.ts';
 import { floatData } from '../generation/kv-dtype.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -13,19 +14,19 @@ import type { Feeds } from '../runtime/tensors.ts';
 
 /** What a pipeline's `infer` does: one counted session.run. */
 export type RunSession = (
-  session: InferenceSession,
+  session: OrtSession,
   feeds: Feeds,
   outputNames: readonly string[],
 ) => Promise<Record<string, Tensor>>;
 
 export interface SpeechT5Layout {
-  encoder: InferenceSession;
+  encoder: OrtSession;
   /** The first step's decoder (decoder_model, or the merged one). */
-  first: InferenceSession;
+  first: OrtSession;
   /** Every later step's (decoder_with_past_model, or the merged one). */
-  next: InferenceSession;
+  next: OrtSession;
   merged: boolean;
-  postnetAndVocoder: InferenceSession;
+  postnetAndVocoder: OrtSession;
   /** past_key_values.* inputs of `next`, in the order the decoder returns their presents. */
   pastNames: readonly string[];
   heads: number;

@@ -5,7 +5,7 @@
 // is measured once on the model itself (one frame changed, which samples moved), not read from a
 // config the export may not carry; a graph where one frame moves every sample (or whose output
 // is not hop samples per frame, shifting with its input) is not streamed: its audio comes whole.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { InferenceError } from '../../errors.ts';
 import { floatData } from '../generation/kv-dtype.ts';
 import type { RunSession, SpeechT5Layout, Spectrogram } from './speecht5-model.ts';

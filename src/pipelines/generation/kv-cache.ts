@@ -7,7 +7,8 @@
 // head dim], scripts/models/kit/causal_lm.py): prompt positions that every row of the batch starts
 // with, attended by every row but held once. A state that has one keeps only each row's own
 // columns in `past`; positions still count from the start of the prefix.
-import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
+import type { OrtSession, Outputs } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 import { asKvDataType, floatData, zerosTensor, type KvDataType } from './kv-dtype.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -243,12 +244,12 @@ export function advance(
 
 /** Runs one step: feeds from the state and the new tokens, last-position logits and next state. */
 export async function runStep(
-  session: InferenceSession,
+  session: OrtSession,
   layout: KvLayout,
   state: KvState,
   tokens: StepTokens,
 ): Promise<StepResult> {
-  let outputs: InferenceSession.ReturnType;
+  let outputs: Outputs;
   try {
     outputs = await session.run(stepFeeds(layout, state, tokens), [
       layout.logitsName,

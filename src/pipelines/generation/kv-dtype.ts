@@ -1,7 +1,7 @@
 // The one place that knows how cache and logits tensors are stored. Exports keep the KV cache and
 // logits in float32 or, for half-precision models, float16; everything past this file sees
 // float32 numbers and opaque tensors.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 
 export type KvDataType = 'float32' | 'float16';

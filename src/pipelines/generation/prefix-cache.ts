@@ -13,7 +13,7 @@
 // one batch-of-one prefix, made once per cached path and handed to every prompt that reaches the
 // same block, so their rows can decode together while the prefix is held (and read) once.
 // Otherwise a hit is a batch-of-one past holding the blocks' columns.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { parseWithSchema } from '../../options/parse.ts';
 import {

@@ -4,7 +4,7 @@
 // each token given its word's box (the question and CLS [0,0,0,0], SEP [1000,1000,1000,1000]),
 // spans scored per window as extractive question answering scores them, and the best answers over
 // all windows returned as the words they cover with their first and last word index.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { InferenceError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';

@@ -4,7 +4,7 @@
 // aggregation head, the operator (NONE / SUM / AVERAGE / COUNT for WTQ-style models) before the
 // answer. A list of queries on one table gives one answer per query; `sequential` feeds each
 // query the cells the previous one selected (the prev_labels conversational SQA models read).
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { InferenceError, InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';

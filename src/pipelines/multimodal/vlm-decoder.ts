@@ -3,7 +3,8 @@
 // decoder_model_merged, a causal decoder over inputs_embeds with the KV cache of kv-cache.ts.
 // The prompt's embeddings get the image features on its image-token positions, in order, as
 // Python's masked_scatter puts them; every later step embeds the chosen tokens alone.
-import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
+import type { OrtSession } from '../../runtime/session.ts';
 import { InferenceError, InputError, ModelFolderError } from '../../errors.ts';
 import {
   advance,
@@ -24,20 +25,20 @@ export const DECODER = 'decoder_model_merged';
 
 /** A counted session run (the pipeline's `infer`). */
 export type RunSession = (
-  session: InferenceSession,
+  session: OrtSession,
   feeds: Feeds,
   outputNames: readonly string[],
 ) => Promise<Record<string, Tensor>>;
 
 export interface VlmGraphs {
-  vision: InferenceSession;
-  embed: InferenceSession;
-  decoder: InferenceSession;
+  vision: OrtSession;
+  embed: OrtSession;
+  decoder: OrtSession;
   layout: KvLayout;
 }
 
 export function vlmGraphsOf(model: LoadedModel): VlmGraphs {
-  const get = (name: string): InferenceSession => {
+  const get = (name: string): OrtSession => {
     const session = model.sessions.get(name);
     if (session === undefined)
       throw new ModelFolderError(

@@ -1,6 +1,6 @@
 // Turning a classifier's logits into ranked labels, shared by text and image classification:
 // Python's choice of score function from the config, the logits output, and top-k ranking.
-import type { Tensor } from 'onnxruntime-node';
+import type { Tensor } from '../../runtime/tensor.ts';
 import { sigmoid, softmax, topKIndices } from './math.ts';
 import type { LoadedModel } from './model-store.ts';
 import { floatOutput, type FloatOutput } from './tensors.ts';

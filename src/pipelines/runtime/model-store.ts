@@ -4,15 +4,14 @@
 // encoder_model.onnx with decoder_model_merged.onnx or decoder_model.onnx (+ decoder_with_past_model.onnx).
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { InferenceSession } from 'onnxruntime-node';
-import { ModelFolderError, ProviderUnavailableError } from '../../errors.ts';
 import { readModelConfig, type ModelConfig } from './model-config.ts';
 import {
   compileRuntimeOptions,
   runtimeOptionsKey,
-  toSessionOptions,
   type RuntimeOptions,
-} from './runtime-options.ts';
+} from '../../runtime/runtime-options.ts';
+import { SessionFactory, type SessionSharing } from '../../runtime/runtimes.ts';
+import type { OrtSession } from '../../runtime/session.ts';
 import { TextTokenizer } from './text-tokenizer.ts';
 import { isBatchInvariant } from './batch-invariance.ts';
 import { chooseOnnxFiles } from './onnx-files.ts';
@@ -40,12 +39,12 @@ export interface LoadedModel {
   /** Absent for models without tokenizer.json (vision). */
   tokenizer: TextTokenizer | undefined;
   /** The main graph's session (the only one, for most models). */
-  session: InferenceSession;
+  session: OrtSession;
   /**
    * Every graph's session by file name without `.onnx`: one for most models; each graph of an
    * Optimum split export (text_model + vision_model, vision_encoder + prompt_encoder_mask_decoder).
    */
-  sessions: ReadonlyMap<string, InferenceSession>;
+  sessions: ReadonlyMap<string, OrtSession>;
   /** The main session's. */
   inputNames: readonly string[];
   outputNames: readonly string[];
@@ -57,9 +56,19 @@ export interface LoadedModel {
   sentenceTransformers: SentenceTransformersConfig | undefined;
 }
 
+export interface ModelStoreOptions {
+  /** A shard's table: native sessions shared with the shard's other threads. */
+  sharing?: SessionSharing | undefined;
+}
+
 export class ModelStore {
-  private readonly sessions = new Map<string, Promise<InferenceSession>>();
+  private readonly sessions = new Map<string, Promise<OrtSession>>();
   private readonly models = new Map<string, Promise<LoadedModel>>();
+  private readonly factory: SessionFactory;
+
+  constructor(options: ModelStoreOptions = {}) {
+    this.factory = new SessionFactory(options.sharing);
+  }
 
   load(spec: ModelSpec): Promise<LoadedModel> {
     const runtime = compileRuntimeOptions(spec.runtime ?? {});
@@ -106,8 +115,8 @@ export class ModelStore {
       Promise.all(graphs.map(([, path]) => this.session(path, runtime))),
       Promise.all(graphs.map(([, path]) => isBatchInvariant(path))),
     ]);
-    const sessions = new Map(graphs.map(([name], i) => [name, ready[i] as InferenceSession]));
-    const main = ready[graphs.findIndex(([, path]) => path === onnx.main)] as InferenceSession;
+    const sessions = new Map(graphs.map(([name], i) => [name, ready[i] as OrtSession]));
+    const main = ready[graphs.findIndex(([, path]) => path === onnx.main)] as OrtSession;
     const batchInvariant = invariant.every(Boolean);
     return {
       folder,
@@ -128,43 +137,14 @@ export class ModelStore {
   private session(
     onnxPath: string,
     runtime: ReturnType<typeof compileRuntimeOptions>,
-  ): Promise<InferenceSession> {
+  ): Promise<OrtSession> {
     const key = `${onnxPath}|${runtimeOptionsKey(runtime)}`;
     let session = this.sessions.get(key);
     if (session === undefined) {
-      session = createSession(onnxPath, runtime);
+      session = this.factory.open(onnxPath, runtime);
       this.sessions.set(key, session);
       session.catch(() => this.sessions.delete(key));
     }
     return session;
-  }
-}
-
-async function createSession(
-  onnxPath: string,
-  runtime: ReturnType<typeof compileRuntimeOptions>,
-): Promise<InferenceSession> {
-  const options = toSessionOptions(runtime);
-  try {
-    return await InferenceSession.create(onnxPath, options);
-  } catch (cause) {
-    const message = cause instanceof Error ? cause.message : String(cause);
-    if (
-      /provider|cuda|tensorrt/i.test(message) &&
-      runtime.executionProviders.some((p) => p !== 'cpu')
-    ) {
-      throw new ProviderUnavailableError(
-        `ONNX Runtime could not start the requested execution provider: ${message} ` +
-          '(`npm run gpu:install -- --check` lists the CUDA and cuDNN libraries it cannot find)',
-        {
-          cause,
-          field: 'executionProviders',
-        },
-      );
-    }
-    throw new ModelFolderError(`ONNX Runtime could not load ${onnxPath}: ${message}`, {
-      cause,
-      field: 'onnxFile',
-    });
   }
 }

@@ -1,9 +1,11 @@
 // Building ONNX input tensors from tokenized text, and reading output tensors back.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { InferenceError } from '../../errors.ts';
 import type { TokenizedText } from './text-tokenizer.ts';
 
-export type Feeds = Record<string, Tensor>;
+import type { Feeds } from '../../runtime/session.ts';
+
+export type { Feeds };
 
 /**
  * Pads every encoding to the longest one and fills the inputs the model declares

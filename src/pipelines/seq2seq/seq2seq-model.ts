@@ -5,7 +5,8 @@
 // decoder (decoder_model_merged.onnx) does both, switched by its use_cache_branch input.
 // The encoder's input is the caller's (token ids for text, log-mel features for Whisper): the
 // decoder only sees its output, so the loops here serve every encoder–decoder pipeline.
-import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
+import type { OrtSession } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 import { asKvDataType, floatData, zerosTensor, type KvDataType } from '../generation/kv-dtype.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -14,7 +15,7 @@ import type { DecoderStepper } from './decoder-stepper.ts';
 
 /** What a pipeline's `infer` does: one counted session.run. */
 export type RunSession = (
-  session: InferenceSession,
+  session: OrtSession,
   feeds: Feeds,
   outputNames: readonly string[],
 ) => Promise<Record<string, Tensor>>;
@@ -29,11 +30,11 @@ export interface EncoderOutput {
 const PAST = /^past_key_values\.(\d+)\.(decoder|encoder)\.(key|value)$/;
 
 export interface Seq2SeqLayout {
-  encoder: InferenceSession;
+  encoder: OrtSession;
   /** The first step's session (decoder_model, or the merged one). */
-  first: InferenceSession;
+  first: OrtSession;
   /** Every later step's session (decoder_with_past_model, or the merged one). */
-  next: InferenceSession;
+  next: OrtSession;
   merged: boolean;
   /** Past inputs of `next` in layer order: decoder key, decoder value, encoder key, encoder value. */
   pastNames: readonly string[];
@@ -188,7 +189,7 @@ export class Seq2SeqDecoder implements DecoderStepper {
     this.crossCache = this.crossCache.map(take);
   }
 
-  private feeds(session: InferenceSession, tokens: readonly number[]): Feeds {
+  private feeds(session: OrtSession, tokens: readonly number[]): Feeds {
     const rows = tokens.length;
     const feeds: Feeds = {
       input_ids: new Tensor('int64', BigInt64Array.from(tokens, BigInt), [rows, 1]),

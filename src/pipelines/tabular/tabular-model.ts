@@ -3,7 +3,7 @@
 // features and classes. The ONNX graph settles the shapes; config.json (written by the model kit,
 // docs/pipelines.md#tabular) adds the names. Everything is checked once, when the pipeline is built,
 // so a folder that does not fit fails at start-up rather than on the first record.
-import type { InferenceSession } from 'onnxruntime-node';
+import type { ValueMetadata } from '../../runtime/session.ts';
 import { ModelFolderError } from '../../errors.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 
@@ -40,7 +40,7 @@ export interface TabularModel {
   readonly head: TabularHead;
 }
 
-type Metadata = InferenceSession.ValueMetadata;
+type Metadata = ValueMetadata;
 
 export function describeTabularModel(model: LoadedModel, task: string): TabularModel {
   const fail = (message: string, field: string): never => {

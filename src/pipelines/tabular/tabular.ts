@@ -2,7 +2,7 @@
 // its Python `predict` and `predict_proba` give them: for a classifier the predicted class, its
 // probability and every class's probability, best first; for a regressor the predicted value.
 // A batch's rows go through one session.run; each row's result depends on that row alone.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { InferenceError, InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';

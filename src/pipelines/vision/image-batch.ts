@@ -1,7 +1,7 @@
 // Images in, model inputs out, one ONNX batch per preprocessed size. Python's image pipelines run
 // one image per forward pass; stacking only same-size images keeps each image's result what it
 // would be alone (no padding, no pixel_mask zeros), while same-size images still share a run.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
 import { preprocessImage, type ImagePreprocessor } from './image-preprocess.ts';
 import type { RgbImage } from './pil-resize.ts';

@@ -1,7 +1,7 @@
 // Image classification as Python's pipeline does it: load_image (EXIF, RGB), the PIL-backend
 // image processor from preprocessor_config.json, then the same scores as text classification
 // (softmax, or sigmoid for multi-label / one-logit models), sorted, top 5 by default.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { BasePipeline } from '../base-pipeline.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';

@@ -6,7 +6,8 @@
 // low-resolution masks are post-processed as post_process_masks does: bilinear to pad_size, cropped
 // to the resized image, bilinear to the original size, then `> maskThreshold`.
 import { z } from 'zod';
-import { Tensor, type InferenceSession } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
+import type { OrtSession } from '../../runtime/session.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { ModelFolderError } from '../../errors.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -63,8 +64,8 @@ export class MaskGenerationPipeline extends BasePipeline<
   typeof maskGenerationOptionsSchema
 > {
   private readonly preprocessor: SamPreprocessor;
-  private readonly encoder: InferenceSession;
-  private readonly decoder: InferenceSession;
+  private readonly encoder: OrtSession;
+  private readonly decoder: OrtSession;
 
   constructor(model: LoadedModel, options: MaskGenerationOptions = {}) {
     super(TASK, model, maskGenerationOptionsSchema, options, { tokenizer: false });

@@ -1,6 +1,6 @@
 // Preprocessed images -> the pixel_values tensors to run. Images of one size share a tensor;
 // only processors that keep each image's own size (no resize, no crop) make more than one group.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 
 export interface PixelValues {
   data: Float32Array;

@@ -3,7 +3,7 @@
 // way the original SAM ONNX export does (scripts/models/kit/sam.py): a box is its two corners
 // labelled 2 and 3, and a prompt without a box ends with a (0, 0) point labelled -1, the padding
 // point SamPromptEncoder appends itself in that case.
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { InputError } from '../../errors.ts';
 import { isObject } from '../task-definition.ts';
 import type { ImageInput } from './image-decode.ts';

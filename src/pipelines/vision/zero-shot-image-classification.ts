@@ -12,7 +12,8 @@ import { ConfigError, ModelFolderError } from '../../errors.ts';
 import { softmax } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, row, textFeeds, type Feeds } from '../runtime/tensors.ts';
-import type { InferenceSession, Tensor } from 'onnxruntime-node';
+import type { Tensor } from '../../runtime/tensor.ts';
+import type { OrtSession } from '../../runtime/session.ts';
 import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 import { checkCandidateLabels, labelsOf, pythonFormat } from '../runtime/candidate-labels.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
@@ -53,8 +54,8 @@ export interface ImageLabelScore {
 const OUTPUT = 'logits_per_image';
 
 interface Towers {
-  text: InferenceSession;
-  vision: InferenceSession;
+  text: OrtSession;
+  vision: OrtSession;
   logitScale: number;
 }
 

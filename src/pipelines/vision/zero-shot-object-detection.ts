@@ -5,7 +5,7 @@
 // model call per (image, label); here an image batch runs once with every label as a query (the
 // queries are padded and masked, so each scores as it would alone).
 import type { Box, Detection } from './object-detection.ts';
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { BasePipeline } from '../base-pipeline.ts';
 import { ModelFolderError } from '../../errors.ts';

@@ -1,12 +1,30 @@
 // ONNX Runtime session options as users write them, their defaults, and their translation into
-// onnxruntime-node's SessionOptions. Validated once; errors name the field and the fix.
+// onnxruntime-node's SessionOptions (the native binding reads the compiled form itself).
+// Validated once; errors name the field and the fix.
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import type { InferenceSession } from 'onnxruntime-node';
+import { join } from 'node:path';
+import type { InferenceSession } from 'onnxruntime-common';
 import { z } from 'zod';
-import { ProviderUnavailableError } from '../../errors.ts';
-import { parseWithSchema } from '../../options/parse.ts';
+import { ProviderUnavailableError } from '../errors.ts';
+import { parseWithSchema } from '../options/parse.ts';
+import { onnxRuntimeBinDir } from './library-path.ts';
+
+export const BINDINGS = ['native', 'onnxruntime-node'] as const;
+export type Binding = (typeof BINDINGS)[number];
+
+/**
+ * The binding a model runs on when its options do not say: HUGOT_ORT_BINDING when set (the test
+ * suite runs parity once per binding with it), else our own.
+ */
+export function defaultBinding(env: NodeJS.ProcessEnv = process.env): Binding {
+  const named = env['HUGOT_ORT_BINDING'];
+  if (named === undefined || named === '') return 'native';
+  if ((BINDINGS as readonly string[]).includes(named)) return named as Binding;
+  throw new ProviderUnavailableError(
+    `HUGOT_ORT_BINDING is '${named}'; it must be one of ${BINDINGS.join(', ')} (or unset)`,
+    { field: 'HUGOT_ORT_BINDING' },
+  );
+}
 
 const providerSchema = z.union([
   z.literal('cpu'),
@@ -17,6 +35,11 @@ const providerSchema = z.union([
 
 export const runtimeOptionsSchema = z
   .object({
+    /**
+     * Which binding runs the model: 'native' (ours, over ONNX Runtime's C API: one session per
+     * model and shard, shared by the shard's threads) or 'onnxruntime-node' (a session per thread).
+     */
+    binding: z.enum(BINDINGS).default(() => defaultBinding()),
     /** Threads inside one operator. 0 lets ONNX Runtime use one per core. */
     intraOpThreads: z.number().int().min(0).default(1),
     /** Threads across independent operators (only used by parallel execution). */
@@ -54,7 +77,7 @@ export function runtimeOptionsKey(options: CompiledRuntimeOptions): string {
 }
 
 export function toSessionOptions(options: CompiledRuntimeOptions): InferenceSession.SessionOptions {
-  for (const provider of options.executionProviders) assertProviderInstalled(provider);
+  assertProvidersInstalled(options);
   return {
     intraOpNumThreads: options.intraOpThreads,
     interOpNumThreads: options.interOpThreads,
@@ -74,6 +97,10 @@ const PROVIDER_LIBRARIES: Record<string, string> = {
   tensorrt: 'libonnxruntime_providers_tensorrt.so',
 };
 
+export function assertProvidersInstalled(options: CompiledRuntimeOptions): void {
+  for (const provider of options.executionProviders) assertProviderInstalled(provider);
+}
+
 function assertProviderInstalled(provider: ExecutionProvider): void {
   const name = typeof provider === 'string' ? provider : provider.name;
   const library = PROVIDER_LIBRARIES[name];
@@ -87,13 +114,4 @@ function assertProviderInstalled(provider: ExecutionProvider): void {
       `\`npm run gpu:install -- --check\` (docs/gpu.md), or use 'cpu'.`,
     { field: 'executionProviders' },
   );
-}
-
-function onnxRuntimeBinDir(): string | undefined {
-  try {
-    const pkg = createRequire(import.meta.url).resolve('onnxruntime-node/package.json');
-    return join(dirname(pkg), 'bin', 'napi-v6', process.platform, process.arch);
-  } catch {
-    return undefined;
-  }
 }

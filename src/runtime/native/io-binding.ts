@@ -1,0 +1,171 @@
+// ONNX Runtime's IO binding over one session: inputs bound once and reused across runs, outputs
+// bound to a memory location (ONNX Runtime allocates them there) or to a caller's tensor, which
+// a run then writes in place. CPU memory for now; the GPU work binds device memory through the
+// same calls (BindOutputToDevice with a CUDA OrtMemoryInfo).
+import koffi from 'koffi';
+import { FeedMismatchError } from '../../errors.ts';
+import type { Outputs } from '../session.ts';
+import type { Tensor } from '../tensor.ts';
+import { readPointer, type OrtLibrary, type Pointer } from './ort-library.ts';
+import { createInputValue, readOutputValue } from './ort-value.ts';
+
+interface BindingThread {
+  allocator: Pointer;
+  cpuMemory: Pointer;
+}
+
+export class IoBinding {
+  private handle: Pointer | undefined;
+  /** Values bound to the binding, with the tensors whose memory they point at (kept alive). */
+  private readonly held = new Map<string, { value: Pointer; tensor: Tensor }>();
+
+  private readonly lib: OrtLibrary;
+  private readonly session: Pointer;
+  private readonly thread: BindingThread;
+  private readonly isInput: (name: string) => boolean;
+  private readonly onnxPath: string;
+
+  constructor(
+    lib: OrtLibrary,
+    session: Pointer,
+    thread: BindingThread,
+    isInput: (name: string) => boolean,
+    onnxPath: string,
+  ) {
+    this.lib = lib;
+    this.session = session;
+    this.thread = thread;
+    this.isInput = isInput;
+    this.onnxPath = onnxPath;
+    this.handle = lib.out('CreateIoBinding', session);
+  }
+
+  bindInput(name: string, tensor: Tensor): void {
+    if (!this.isInput(name))
+      throw new FeedMismatchError(`${this.onnxPath}: '${name}' is not an input of the model`, {
+        field: name,
+      });
+    const value = createInputValue(
+      this.lib,
+      this.thread.cpuMemory,
+      this.thread.allocator,
+      tensor,
+      name,
+    );
+    this.keep(`in:${name}`, value, tensor);
+    this.lib.call('BindInput', this.open(), name, value);
+  }
+
+  /** The run writes output `name` into `tensor`'s memory (its shape must be the output's). */
+  bindOutput(name: string, tensor: Tensor): void {
+    const value = createInputValue(
+      this.lib,
+      this.thread.cpuMemory,
+      this.thread.allocator,
+      tensor,
+      name,
+    );
+    this.keep(`out:${name}`, value, tensor);
+    this.lib.call('BindOutput', this.open(), name, value);
+  }
+
+  /** ONNX Runtime allocates output `name` in CPU memory at each run. */
+  bindOutputToCpu(name: string): void {
+    this.lib.call('BindOutputToDevice', this.open(), name, this.thread.cpuMemory);
+  }
+
+  run(): void {
+    this.lib.call('RunWithBinding', this.session, null, this.open());
+  }
+
+  /** Copies of the bound outputs after a run, by name. */
+  outputs(): Outputs {
+    const binding = this.open();
+    const names = this.boundOutputNames(binding);
+    const table = new BigUint64Array(2);
+    this.lib.call(
+      'GetBoundOutputValues',
+      binding,
+      this.thread.allocator,
+      table.subarray(0, 1),
+      table.subarray(1, 2),
+    );
+    const [valuesPtr, countBig] = [table[0] as Pointer, table[1] as bigint];
+    const count = Number(countBig);
+    const out: Outputs = {};
+    const release = this.lib.fn('ReleaseValue');
+    try {
+      for (let i = 0; i < count; i += 1) {
+        const name = names[i] ?? `output${i}`;
+        out[name] = readOutputValue(this.lib, readPointer(valuesPtr, i), name);
+      }
+    } finally {
+      for (let i = 0; i < count; i += 1) release(readPointer(valuesPtr, i));
+      if (valuesPtr !== 0n) this.lib.fn('AllocatorFree')(this.thread.allocator, valuesPtr);
+    }
+    return out;
+  }
+
+  clear(): void {
+    const binding = this.open();
+    this.lib.fn('ClearBoundInputs')(binding);
+    this.lib.fn('ClearBoundOutputs')(binding);
+    this.dropHeld();
+  }
+
+  release(): void {
+    const binding = this.handle;
+    if (binding === undefined) return;
+    this.handle = undefined;
+    this.lib.fn('ReleaseIoBinding')(binding);
+    this.dropHeld();
+  }
+
+  private boundOutputNames(binding: Pointer): string[] {
+    const slots = new BigUint64Array(3);
+    this.lib.call(
+      'GetBoundOutputNames',
+      binding,
+      this.thread.allocator,
+      slots.subarray(0, 1),
+      slots.subarray(1, 2),
+      slots.subarray(2, 3),
+    );
+    const [buffer, lengths, count] = [slots[0] as Pointer, slots[1] as Pointer, Number(slots[2])];
+    const names: string[] = [];
+    if (count === 0) return names;
+    const sizes = new BigUint64Array(koffiView(lengths, count * 8));
+    const bytes = Buffer.from(koffiView(buffer, Number(sizes.reduce((a, b) => a + b, 0n))));
+    let offset = 0;
+    for (const size of sizes) {
+      names.push(bytes.toString('utf8', offset, offset + Number(size)));
+      offset += Number(size);
+    }
+    const free = this.lib.fn('AllocatorFree');
+    free(this.thread.allocator, buffer);
+    free(this.thread.allocator, lengths);
+    return names;
+  }
+
+  private keep(key: string, value: Pointer, tensor: Tensor): void {
+    const previous = this.held.get(key);
+    if (previous !== undefined) this.lib.fn('ReleaseValue')(previous.value);
+    this.held.set(key, { value, tensor });
+  }
+
+  private dropHeld(): void {
+    const release = this.lib.fn('ReleaseValue');
+    for (const { value } of this.held.values()) release(value);
+    this.held.clear();
+  }
+
+  private open(): Pointer {
+    if (this.handle === undefined)
+      throw new FeedMismatchError(`${this.onnxPath}: the IO binding was released`);
+    return this.handle;
+  }
+}
+
+function koffiView(pointer: Pointer, bytes: number): ArrayBuffer {
+  return bytes === 0 ? new ArrayBuffer(0) : koffi.view(pointer, bytes);
+}

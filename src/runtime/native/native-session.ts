@@ -1,0 +1,343 @@
+// An OrtSession through our own binding: the graph's metadata read once, feeds checked against it
+// before any native call (a wrong name, dtype or shape is a typed error naming the model and the
+// tensor, never a crash), and Run over OrtValues that point at the feeds' own memory.
+import { FeedMismatchError, ModelFolderError, OrtStatusError } from '../../errors.ts';
+import { sessionLoadError } from '../load-error.ts';
+import type { CompiledRuntimeOptions } from '../runtime-options.ts';
+import type { Feeds, OrtSession, Outputs, TensorMetadata, ValueMetadata } from '../session.ts';
+import type { Tensor } from '../tensor.ts';
+import { IoBinding } from './io-binding.ts';
+import { createSessionOptions } from './native-session-options.ts';
+import { OrtLibrary, readCString, type Pointer } from './ort-library.ts';
+import {
+  ONNX_TYPE_TENSOR,
+  createInputValue,
+  elementTypeName,
+  readOutputValue,
+} from './ort-value.ts';
+import type { SharedSessions } from './shared-sessions.ts';
+
+const ORT_LOGGING_LEVEL_WARNING = 2;
+const ALLOCATOR_ARENA = 1;
+const MEM_TYPE_DEFAULT = 0;
+
+/** Per-thread handles every session of the thread uses. */
+interface ThreadHandles {
+  env: Pointer;
+  allocator: Pointer;
+  cpuMemory: Pointer;
+}
+
+let threadHandles: ThreadHandles | undefined;
+
+function handles(lib: OrtLibrary): ThreadHandles {
+  // ONNX Runtime keeps one OrtEnv per process: a second CreateEnv (another thread's, or
+  // onnxruntime-node's) returns the same one with its count raised.
+  threadHandles ??= {
+    env: lib.out('CreateEnv', ORT_LOGGING_LEVEL_WARNING, 'hugot-stream'),
+    allocator: lib.out('GetAllocatorWithDefaultOptions'),
+    cpuMemory: lib.out('CreateCpuMemoryInfo', ALLOCATOR_ARENA, MEM_TYPE_DEFAULT),
+  };
+  return threadHandles;
+}
+
+export interface NativeSessionOptions {
+  /** When given, the session is shared with every thread holding the same table. */
+  shared?: SharedSessions | undefined;
+  /** The session's own intra-op pool; by default options.intraOpThreads. */
+  intraOpThreads?: number;
+}
+
+/** Opens `onnxPath` on the native binding (or takes a share of the table's session for it). */
+export function createNativeSession(
+  onnxPath: string,
+  options: CompiledRuntimeOptions,
+  { shared, intraOpThreads = options.intraOpThreads }: NativeSessionOptions = {},
+): NativeSession {
+  const lib = OrtLibrary.get();
+  const thread = handles(lib);
+  const open = (): Pointer => openSession(lib, thread.env, onnxPath, options, intraOpThreads);
+  if (shared === undefined) return new NativeSession(lib, thread, onnxPath, open(), undefined);
+  const key = JSON.stringify([onnxPath, options, intraOpThreads]);
+  const { address } = shared.acquire(key, open);
+  return new NativeSession(lib, thread, onnxPath, address, { table: shared, key });
+}
+
+function openSession(
+  lib: OrtLibrary,
+  env: Pointer,
+  onnxPath: string,
+  options: CompiledRuntimeOptions,
+  intraOpThreads: number,
+): Pointer {
+  const sessionOptions = createSessionOptions(lib, options, intraOpThreads);
+  try {
+    return lib.out('CreateSession', env, onnxPath, sessionOptions);
+  } catch (cause) {
+    throw sessionLoadError(cause, onnxPath, options);
+  } finally {
+    lib.fn('ReleaseSessionOptions')(sessionOptions);
+  }
+}
+
+interface Share {
+  table: SharedSessions;
+  key: string;
+}
+
+/** Frees what a session's holder owns if its owner never calls release(). */
+const finalizer = new FinalizationRegistry<() => void>((free) => free());
+
+export class NativeSession implements OrtSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  readonly inputMetadata: readonly ValueMetadata[];
+  readonly outputMetadata: readonly ValueMetadata[];
+  private readonly inputs: ReadonlyMap<string, { pointer: Pointer; meta: ValueMetadata }>;
+  private readonly outputs: ReadonlyMap<string, Pointer>;
+  /** The model file, for errors. */
+  readonly onnxPath: string;
+  private handle: Pointer | undefined;
+  private readonly token = {};
+  private readonly lib: OrtLibrary;
+  private readonly thread: ThreadHandles;
+  private readonly share: Share | undefined;
+  private readonly names: Pointer[];
+
+  constructor(
+    lib: OrtLibrary,
+    thread: ThreadHandles,
+    onnxPath: string,
+    handle: Pointer,
+    share: Share | undefined,
+  ) {
+    this.lib = lib;
+    this.thread = thread;
+    this.onnxPath = onnxPath;
+    this.share = share;
+    this.handle = handle;
+    const names: Pointer[] = [];
+    try {
+      const inputs = describe(lib, handle, thread.allocator, 'Input', names);
+      const outputs = describe(lib, handle, thread.allocator, 'Output', names);
+      this.inputNames = inputs.map((v) => v.meta.name);
+      this.outputNames = outputs.map((v) => v.meta.name);
+      this.inputMetadata = inputs.map((v) => v.meta);
+      this.outputMetadata = outputs.map((v) => v.meta);
+      this.inputs = new Map(inputs.map((v) => [v.meta.name, v]));
+      this.outputs = new Map(outputs.map((v) => [v.meta.name, v.pointer]));
+    } catch (err) {
+      freeNames(lib, thread.allocator, names);
+      releaseHandle(lib, handle, share);
+      throw err;
+    }
+    finalizer.register(
+      this,
+      () => {
+        freeNames(lib, thread.allocator, names);
+        releaseHandle(lib, handle, share);
+      },
+      this.token,
+    );
+    this.names = names;
+  }
+
+  /** The OrtSession* (for IO binding and for tests). */
+  get address(): Pointer {
+    return this.open();
+  }
+
+  async run(feeds: Feeds, fetches?: readonly string[]): Promise<Outputs> {
+    return Promise.resolve(this.runSync(feeds, fetches));
+  }
+
+  /** Run, on the calling thread. */
+  runSync(feeds: Feeds, fetches: readonly string[] = this.outputNames): Outputs {
+    const session = this.open();
+    const entries = this.checkFeeds(feeds);
+    const outputNames = this.checkFetches(fetches);
+    const inputNames = new BigUint64Array(entries.length);
+    const inputValues = new BigUint64Array(entries.length);
+    const outputValues = new BigUint64Array(outputNames.length);
+    const lib = this.lib;
+    try {
+      entries.forEach(([name, pointer, tensor], i) => {
+        inputNames[i] = pointer;
+        inputValues[i] = createInputValue(
+          lib,
+          this.thread.cpuMemory,
+          this.thread.allocator,
+          tensor,
+          name,
+        );
+      });
+      lib.call(
+        'Run',
+        session,
+        null,
+        inputNames,
+        inputValues,
+        entries.length,
+        BigUint64Array.from(outputNames, (n) => this.outputs.get(n) as Pointer),
+        outputNames.length,
+        outputValues,
+      );
+      const out: Outputs = {};
+      outputNames.forEach((name, i) => {
+        out[name] = readOutputValue(lib, outputValues[i] as Pointer, name);
+      });
+      return out;
+    } catch (err) {
+      if (err instanceof OrtStatusError)
+        throw new OrtStatusError(`${this.onnxPath}: ${err.message}`, { cause: err });
+      throw err;
+    } finally {
+      const release = lib.fn('ReleaseValue');
+      for (const value of inputValues) if (value !== 0n) release(value);
+      for (const value of outputValues) if (value !== 0n) release(value);
+    }
+  }
+
+  /** An IO binding over this session (CPU memory; device memory comes with the GPU work). */
+  ioBinding(): IoBinding {
+    return new IoBinding(
+      this.lib,
+      this.open(),
+      this.thread,
+      (name) => this.inputs.has(name),
+      this.onnxPath,
+    );
+  }
+
+  async release(): Promise<void> {
+    const handle = this.handle;
+    if (handle === undefined) return;
+    this.handle = undefined;
+    finalizer.unregister(this.token);
+    freeNames(this.lib, this.thread.allocator, this.names);
+    releaseHandle(this.lib, handle, this.share);
+    return Promise.resolve();
+  }
+
+  private open(): Pointer {
+    if (this.handle === undefined)
+      throw new FeedMismatchError(`${this.onnxPath}: the session was released`);
+    return this.handle;
+  }
+
+  private checkFeeds(feeds: Feeds): [string, Pointer, Tensor][] {
+    const entries: [string, Pointer, Tensor][] = [];
+    for (const [name, tensor] of Object.entries(feeds)) {
+      const input = this.inputs.get(name);
+      if (input === undefined)
+        throw this.mismatch(
+          name,
+          `is not an input of the model; inputs: ${this.inputNames.join(', ')}`,
+        );
+      checkTensor(input.meta, tensor, (why) => this.mismatch(name, why));
+      entries.push([name, input.pointer, tensor]);
+    }
+    const missing = this.inputNames.filter((name) => feeds[name] === undefined);
+    if (missing.length > 0)
+      throw this.mismatch(
+        missing[0] as string,
+        `is missing from the feeds (missing: ${missing.join(', ')})`,
+      );
+    return entries;
+  }
+
+  private checkFetches(fetches: readonly string[]): readonly string[] {
+    for (const name of fetches)
+      if (!this.outputs.has(name))
+        throw this.mismatch(
+          name,
+          `is not an output of the model; outputs: ${this.outputNames.join(', ')}`,
+        );
+    return fetches;
+  }
+
+  private mismatch(tensor: string, why: string): FeedMismatchError {
+    return new FeedMismatchError(`${this.onnxPath}: tensor '${tensor}' ${why}`, { field: tensor });
+  }
+}
+
+function checkTensor(meta: ValueMetadata, tensor: Tensor, fail: (why: string) => Error): void {
+  if (!meta.isTensor) throw fail('is not a tensor input; the native binding feeds tensors only');
+  const expected = meta as TensorMetadata;
+  if (tensor.type !== expected.type)
+    throw fail(`is ${tensor.type}, the model takes ${expected.type}`);
+  if (expected.shape.length === 0) return;
+  if (tensor.dims.length !== expected.shape.length)
+    throw fail(
+      `has ${tensor.dims.length} dimensions [${tensor.dims.join(', ')}], the model takes ${expected.shape.length} [${expected.shape.join(', ')}]`,
+    );
+  expected.shape.forEach((dim, i) => {
+    if (typeof dim === 'number' && dim >= 0 && tensor.dims[i] !== dim)
+      throw fail(
+        `has dimension ${i} = ${tensor.dims[i]}, the model takes ${dim} ([${expected.shape.join(', ')}])`,
+      );
+  });
+}
+
+function describe(
+  lib: OrtLibrary,
+  session: Pointer,
+  allocator: Pointer,
+  side: 'Input' | 'Output',
+  names: Pointer[],
+): { pointer: Pointer; meta: ValueMetadata }[] {
+  const count = lib.outSize(`SessionGet${side}Count`, session);
+  const values: { pointer: Pointer; meta: ValueMetadata }[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const pointer = lib.out(`SessionGet${side}Name`, session, i, allocator);
+    names.push(pointer);
+    const name = readCString(pointer);
+    const typeInfo = lib.out(`SessionGet${side}TypeInfo`, session, i);
+    try {
+      values.push({ pointer, meta: metadataOf(lib, name, typeInfo) });
+    } finally {
+      lib.fn('ReleaseTypeInfo')(typeInfo);
+    }
+  }
+  return values;
+}
+
+function metadataOf(lib: OrtLibrary, name: string, typeInfo: Pointer): ValueMetadata {
+  if (lib.outInt('GetOnnxTypeFromTypeInfo', typeInfo) !== ONNX_TYPE_TENSOR)
+    return { name, isTensor: false };
+  // Owned by typeInfo: not released on its own.
+  const info = lib.out('CastTypeInfoToTensorInfo', typeInfo);
+  const code = lib.outInt('GetTensorElementType', info);
+  const type = elementTypeName(code);
+  if (type === undefined)
+    throw new ModelFolderError(
+      `tensor '${name}' has element type ${code}, which the native binding does not handle`,
+      {
+        field: 'runtime.binding',
+      },
+    );
+  const rank = lib.outSize('GetDimensionsCount', info);
+  const dims = new BigInt64Array(rank);
+  const symbols = new BigUint64Array(rank);
+  if (rank > 0) {
+    lib.call('GetDimensions', info, dims, rank);
+    lib.call('GetSymbolicDimensions', info, symbols, rank);
+  }
+  const shape = Array.from(dims, (d, i) => {
+    if (d >= 0n) return Number(d);
+    const symbol = symbols[i] as bigint;
+    return symbol === 0n ? '' : readCString(symbol);
+  });
+  return { name, isTensor: true, type, shape };
+}
+
+function freeNames(lib: OrtLibrary, allocator: Pointer, names: Pointer[]): void {
+  const free = lib.fn('AllocatorFree');
+  for (const name of names.splice(0)) free(allocator, name);
+}
+
+function releaseHandle(lib: OrtLibrary, handle: Pointer, share: Share | undefined): void {
+  const release = (address: Pointer): void => void lib.fn('ReleaseSession')(address);
+  if (share === undefined) release(handle);
+  else share.table.release(share.key, release);
+}

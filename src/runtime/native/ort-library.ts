@@ -1,0 +1,148 @@
+// ONNX Runtime's C API, reached through koffi: the very libonnxruntime that onnxruntime-node
+// ships (so the version, and the providers `npm run gpu:install` adds beside it, are the same),
+// its OrtApi table read slot by slot as ort-api-table.ts (generated from the C header) lays it
+// out. Each thread that imports this module binds the functions it calls once; the library itself
+// is loaded once per process by the dynamic loader, so a pointer made on one thread is valid on
+// every other.
+import koffi from 'koffi';
+import { OrtStatusError, ProviderUnavailableError } from '../../errors.ts';
+import { onnxRuntimeLibraryPath } from '../library-path.ts';
+import { ORT_API_TABLE, ORT_API_VERSION } from './ort-api-table.ts';
+
+/** A native pointer, as koffi gives it. */
+export type Pointer = bigint;
+
+type NativeFunction = (...args: unknown[]) => unknown;
+
+const SLOT_BYTES = 8;
+const SLOTS = new Map(ORT_API_TABLE.map(([name, proto], index) => [name, { index, proto }]));
+
+/** ONNX Runtime's error codes (OrtErrorCode), by value. */
+const ORT_ERROR_CODES = [
+  'ORT_OK',
+  'ORT_FAIL',
+  'ORT_INVALID_ARGUMENT',
+  'ORT_NO_SUCHFILE',
+  'ORT_NO_MODEL',
+  'ORT_ENGINE_ERROR',
+  'ORT_RUNTIME_EXCEPTION',
+  'ORT_INVALID_PROTOBUF',
+  'ORT_MODEL_LOADED',
+  'ORT_NOT_IMPLEMENTED',
+  'ORT_INVALID_GRAPH',
+  'ORT_EP_FAIL',
+  'ORT_MODEL_LOAD_CANCELED',
+  'ORT_MODEL_REQUIRES_COMPILATION',
+  'ORT_NOT_FOUND',
+];
+
+export class OrtLibrary {
+  readonly path: string;
+  /** The library's own version string, e.g. "1.30.0". */
+  readonly version: string;
+  private readonly api: Pointer;
+  private readonly bound = new Map<string, NativeFunction>();
+
+  private constructor(path: string) {
+    this.path = path;
+    let lib: ReturnType<typeof koffi.load>;
+    try {
+      lib = koffi.load(path);
+    } catch (cause) {
+      throw new ProviderUnavailableError(
+        `the native ONNX Runtime binding could not load ${path}: ${String(cause)}; ` +
+          "set a model's runtime.binding to 'onnxruntime-node' to use onnxruntime-node's own binding",
+        { cause, field: 'runtime.binding' },
+      );
+    }
+    const getApiBase = lib.func('void * OrtGetApiBase()') as () => Pointer;
+    const base = getApiBase();
+    // struct OrtApiBase { const OrtApi* (*GetApi)(uint32_t); const char* (*GetVersionString)(void); }
+    const getApi = koffi.decode(
+      readPointer(base, 0),
+      koffi.proto('void * OrtApiBaseGetApi(uint32_t version)'),
+    ) as (version: number) => Pointer | null;
+    const versionString = koffi.decode(
+      readPointer(base, 1),
+      koffi.proto('const char * OrtApiBaseGetVersionString()'),
+    ) as () => string;
+    this.version = versionString();
+    const api = getApi(ORT_API_VERSION);
+    if (api === null || api === 0n)
+      throw new ProviderUnavailableError(
+        `${path} (ONNX Runtime ${this.version}) does not serve C API version ${ORT_API_VERSION}`,
+        { field: 'runtime.binding' },
+      );
+    this.api = api;
+  }
+
+  private static instance: OrtLibrary | undefined;
+
+  /** This thread's binding of the library onnxruntime-node ships. */
+  static get(): OrtLibrary {
+    OrtLibrary.instance ??= new OrtLibrary(onnxRuntimeLibraryPath());
+    return OrtLibrary.instance;
+  }
+
+  /** The OrtApi function `name`, bound on first use. */
+  fn(name: string): NativeFunction {
+    let bound = this.bound.get(name);
+    if (bound === undefined) {
+      const slot = SLOTS.get(name);
+      if (slot === undefined) throw new Error(`OrtApi has no function '${name}' in its table`);
+      bound = koffi.decode(
+        readPointer(this.api, slot.index),
+        koffi.proto(`${slot.proto.replace(/ (\w+)\(/, ' Ort_$1(')}`),
+      ) as NativeFunction;
+      this.bound.set(name, bound);
+    }
+    return bound;
+  }
+
+  /** Calls an OrtApi function that returns an OrtStatus*, throwing its error when there is one. */
+  call(name: string, ...args: unknown[]): void {
+    const status = this.fn(name)(...args) as Pointer | null;
+    if (status !== null && status !== 0n) throw this.statusError(name, status);
+  }
+
+  /** Calls a function that fills one pointer-sized output and returns it. */
+  out(name: string, ...args: unknown[]): Pointer {
+    const slot = new BigUint64Array(1);
+    this.call(name, ...args, slot);
+    return slot[0] as Pointer;
+  }
+
+  /** Calls a function that fills one size_t output. */
+  outSize(name: string, ...args: unknown[]): number {
+    return Number(this.out(name, ...args));
+  }
+
+  /** Calls a function that fills one int (or enum) output. */
+  outInt(name: string, ...args: unknown[]): number {
+    const slot = new Int32Array(1);
+    this.call(name, ...args, slot);
+    return slot[0] as number;
+  }
+
+  /** Reads and frees an OrtStatus into the error it describes. */
+  private statusError(name: string, status: Pointer): OrtStatusError {
+    const message = this.fn('GetErrorMessage')(status) as string;
+    const code = this.fn('GetErrorCode')(status) as number;
+    this.fn('ReleaseStatus')(status);
+    return new OrtStatusError(`${name}: ${message}`, {
+      ortCode: ORT_ERROR_CODES[code] ?? `ORT_ERROR_${code}`,
+    });
+  }
+}
+
+/** The pointer stored in slot `index` of a table of pointers at `table`. */
+export function readPointer(table: Pointer, index: number): Pointer {
+  return new BigUint64Array(
+    koffi.view(table + BigInt(index * SLOT_BYTES), SLOT_BYTES),
+  )[0] as Pointer;
+}
+
+/** A NUL-terminated C string at `ptr`. */
+export function readCString(ptr: Pointer): string {
+  return koffi.decode(ptr, 'char', -1) as string;
+}

@@ -1,0 +1,51 @@
+// Opens a session on the binding the model's options name. The native binding shares a session
+// between the threads that hold the same table (a shard's); onnxruntime-node cannot, so each of
+// its threads opens its own.
+import { createNodeSession } from './node-runtime.ts';
+import { createNativeSession } from './native/native-session.ts';
+import { SharedSessions } from './native/shared-sessions.ts';
+import { assertProvidersInstalled, type CompiledRuntimeOptions } from './runtime-options.ts';
+import type { OrtSession } from './session.ts';
+
+/** How the threads of one shard share native sessions. */
+export interface SessionSharing {
+  /** SharedSessions.allocate()'s memory, the same for every thread of the shard. */
+  table: SharedArrayBuffer;
+  /** The shard's threads: each calls Run on the shared session from its own thread. */
+  threads: number;
+}
+
+export class SessionFactory {
+  private readonly shared: SharedSessions | undefined;
+  private readonly threads: number;
+
+  constructor(sharing?: SessionSharing) {
+    this.shared = sharing === undefined ? undefined : new SharedSessions(sharing.table);
+    this.threads = sharing?.threads ?? 1;
+  }
+
+  async open(onnxPath: string, options: CompiledRuntimeOptions): Promise<OrtSession> {
+    if (options.binding === 'onnxruntime-node') return createNodeSession(onnxPath, options);
+    assertProvidersInstalled(options);
+    // Let the event loop turn before the (blocking) native load, as onnxruntime-node does.
+    await new Promise((resolve) => setImmediate(resolve));
+    return createNativeSession(onnxPath, options, {
+      shared: this.shared,
+      intraOpThreads: sharedIntraOpThreads(
+        options.intraOpThreads,
+        this.shared === undefined ? 1 : this.threads,
+      ),
+    });
+  }
+}
+
+/**
+ * The intra-op pool of a session that `threads` callers share. ONNX Runtime runs a Run's kernels
+ * on its calling thread plus the session's pool (pool size - 1 threads), so where each of T
+ * threads had a session of k threads (T x k in all), a shared one gets 1 + T x (k - 1): the same
+ * count, the cores used once. With the default k = 1 that is 1: every Run on its own thread.
+ */
+export function sharedIntraOpThreads(perThread: number, threads: number): number {
+  if (perThread <= 0) return 0;
+  return 1 + threads * (perThread - 1);
+}
