@@ -45,6 +45,17 @@ export default defineConfig({
         test: {
           name: 'parity',
           include: ['test/parity/**/*.test.ts'],
+          env: { HUGOT_ORT_BINDING: 'native' },
+          testTimeout: HANG_GUARD_MS,
+        },
+      },
+      // The same goldens and tolerances again on onnxruntime-node's binding: both bindings of the
+      // runtime interface must keep Python's numbers (docs/runtime.md).
+      {
+        test: {
+          name: 'parity-onnxruntime-node',
+          include: ['test/parity/**/*.test.ts'],
+          env: { HUGOT_ORT_BINDING: 'onnxruntime-node' },
           testTimeout: HANG_GUARD_MS,
         },
       },

@@ -9,7 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { InferenceSession, Tensor } from 'onnxruntime-node';
+import type { Feeds, Outputs } from '../src/runtime/session.ts';
+import type { Tensor } from '../src/runtime/tensor.ts';
 import { GenerationLoop } from '../src/generative/generation-loop.ts';
 import { compileSchedulerOptions } from '../src/generative/scheduler.ts';
 import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
@@ -47,12 +48,10 @@ const runs = {
   prefill: { runs: 0, cpuMs: 0, tokens: 0 },
 };
 const { session } = model;
-const run = session.run.bind(session) as (
-  feeds: InferenceSession.FeedsType,
-  fetches: readonly string[],
-) => Promise<InferenceSession.ReturnType>;
+const run: (feeds: Feeds, fetches: readonly string[]) => Promise<Outputs> =
+  session.run.bind(session);
 Object.assign(session, {
-  run: async (feeds: InferenceSession.FeedsType, fetches: readonly string[]) => {
+  run: async (feeds: Feeds, fetches: readonly string[]) => {
     const ids = feeds['input_ids'] as Tensor;
     const mask = feeds['attention_mask'] as Tensor;
     const [rows = 0, width = 0] = ids.dims;

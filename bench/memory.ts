@@ -3,11 +3,16 @@
 // ours at the default (one single-threaded worker per core, arena and prepacking on), ours with
 // the memory arena off, ours with prepacking off, ours as one worker with every core as intra-op
 // threads, ours on a copy of the model whose weights sit in an external data file (ONNX Runtime
-// maps it instead of copying it; staged once under .cache/bench/memory), and the raw contender
-// (bare ONNX Runtime sessions on pre-tokenized ids, same thread splits). Records/s comes along as a sanity check that a smaller layout is not a slower one:
-// every pass runs every layout, passes alternate the order, and the best pass counts.
-// Options: --models DIR,... (fp32 and int8 MiniLM), --texts N (128), --rounds N (2 timed rounds
-// per child, after one warm round), --passes N (2). Internal: --child JSON runs one layout.
+// maps it instead of copying it; staged once under .cache/bench/memory), ours on onnxruntime-node's
+// binding (a session per thread: what a shard was before the native binding), and two raw
+// contenders on pre-tokenized ids with the same thread splits: `raw`, a bare onnxruntime-node
+// session per thread, and `raw_shared`, one C-API session shared by the threads (the Go and C++
+// servers' layout). Records/s and CPU seconds per record (user + sys over the timed rounds) come
+// along: a smaller layout must not be a slower or costlier one. Every pass runs every layout,
+// passes alternate the order, and the best pass counts (the lowest CPU per record).
+// Options: --models DIR,... (fp32 and int8 MiniLM, the DistilBERT classifier), --texts N (128),
+// --rounds N (2 timed rounds per child, after one warm round), --passes N (2), --layouts A,B
+// (a subset, by name). Internal: --child JSON runs one layout.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -19,15 +24,17 @@ import { InferenceSession } from 'onnxruntime-node';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.ts';
 import { isBatchInvariant } from '../src/pipelines/runtime/batch-invariance.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
-import { EMBEDDING } from './lib/contenders.ts';
+import { CLASSIFICATION, EMBEDDING } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { allAtOnce, startEngine } from './lib/engine-runs.ts';
-import { RawPool, cutBatches, type BatchPolicy } from './lib/raw-pool.ts';
+import { RawPool, cutBatches, type BatchPolicy, type RawSessions } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
 
 interface Layout {
   name: string;
   contender: 'ours' | 'raw';
+  /** The raw contender's sessions: one per thread (default) or one shared. */
+  sessions?: RawSessions;
   workers: number;
   intraOpThreads: number;
   runtime?: RuntimeOptions;
@@ -52,14 +59,17 @@ interface ChildResult {
    */
   endPssMiB: number;
   recordsPerSecond: number;
+  /** User + system CPU seconds of the whole process per record, over the timed rounds. */
+  cpuSecondsPerRecord: number;
 }
 
 const { values } = parseArgs({
   options: {
     models: {
       type: 'string',
-      default: '.cache/models/all-MiniLM-L6-v2,models/all-MiniLM-L6-v2-int8',
+      default: `.cache/models/all-MiniLM-L6-v2,models/all-MiniLM-L6-v2-int8,${CLASSIFICATION.modelFolder}`,
     },
+    layouts: { type: 'string' },
     texts: { type: 'string', default: '128' },
     rounds: { type: 'string', default: '2' },
     passes: { type: 'string', default: '2' },
@@ -75,8 +85,15 @@ if (values.child !== undefined) {
 }
 
 const cores = availableParallelism();
-const layouts: Layout[] = [
+const allLayouts: Layout[] = [
   { name: 'default', contender: 'ours', workers: cores, intraOpThreads: 1 },
+  {
+    name: 'onnxruntime_node',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { binding: 'onnxruntime-node' },
+  },
   {
     name: 'arena_off',
     contender: 'ours',
@@ -108,7 +125,20 @@ const layouts: Layout[] = [
   },
   { name: 'raw', contender: 'raw', workers: cores, intraOpThreads: 1 },
   { name: `raw_one_worker_x${cores}`, contender: 'raw', workers: 1, intraOpThreads: cores },
+  { name: 'raw_shared', contender: 'raw', sessions: 'shared', workers: cores, intraOpThreads: 1 },
+  {
+    name: `raw_shared_one_worker_x${cores}`,
+    contender: 'raw',
+    sessions: 'shared',
+    workers: 1,
+    intraOpThreads: cores,
+  },
 ];
+const chosen = values.layouts?.split(',');
+const layouts =
+  chosen === undefined ? allLayouts : allLayouts.filter((l) => chosen.includes(l.name));
+if (chosen !== undefined && layouts.length !== chosen.length)
+  throw new Error(`--layouts: known layouts are ${allLayouts.map((l) => l.name).join(', ')}`);
 
 const models = values.models.split(',');
 const staged = new Map<string, string>();
@@ -117,6 +147,7 @@ const loaded: Record<string, Record<string, number>> = {};
 const peak: Record<string, Record<string, number>> = {};
 const pss: Record<string, Record<string, number>> = {};
 const speed: Record<string, Record<string, number>> = {};
+const cpu: Record<string, Record<string, number>> = {};
 for (let pass = 0; pass < Number(values.passes); pass += 1) {
   const order = pass % 2 === 0 ? layouts : [...layouts].reverse();
   for (const model of models) {
@@ -125,6 +156,7 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
     peak[label] ??= {};
     pss[label] ??= {};
     speed[label] ??= {};
+    cpu[label] ??= {};
     for (const layout of order) {
       const job: ChildJob = {
         layout,
@@ -141,10 +173,12 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
       const speeds = speed[label];
       peaks[layout.name] = Math.max(peaks[layout.name] ?? 0, result.peakMiB);
       speeds[layout.name] = Math.max(speeds[layout.name] ?? 0, result.recordsPerSecond);
+      const cpus = cpu[label];
+      cpus[layout.name] = Math.min(cpus[layout.name] ?? Infinity, result.cpuSecondsPerRecord);
       process.stderr.write(
         `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded, ` +
           `${result.peakMiB} MiB peak, ${result.endPssMiB} MiB PSS at the end, ` +
-          `${result.recordsPerSecond} records/s\n`,
+          `${result.recordsPerSecond} records/s, ${result.cpuSecondsPerRecord} CPU s/record\n`,
       );
     }
   }
@@ -157,6 +191,38 @@ for (const [label, speeds] of Object.entries(speed)) {
     Object.entries(speeds).map(([name, rate]) => [name, round(rate / base)]),
   );
 }
+/**
+ * Per model, our default against each contender: peak RSS, CPU per record and records/s. The
+ * raw contenders' better thread split counts (their best layout); ours stays at its default.
+ */
+const vs: Record<string, Record<string, number>> = {};
+for (const [label, peaks] of Object.entries(peak)) {
+  const speeds = speed[label] ?? {};
+  const cpus = cpu[label] ?? {};
+  const best = (
+    prefix: string,
+    of: Record<string, number>,
+    pick: (a: number, b: number) => number,
+  ): number | undefined => {
+    const found = Object.entries(of).filter(
+      ([name]) => name === prefix || name.startsWith(`${prefix}_one_worker`),
+    );
+    return found.length === 0 ? undefined : found.map(([, v]) => v).reduce(pick);
+  };
+  const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
+    a === undefined || b === undefined ? undefined : round(a / b);
+  const entries: [string, number | undefined][] = [
+    ['rss_vs_raw_shared', ratio(peaks['default'], best('raw_shared', peaks, Math.min))],
+    ['rss_vs_raw', ratio(peaks['default'], best('raw', peaks, Math.min))],
+    ['rss_vs_onnxruntime_node', ratio(peaks['default'], peaks['onnxruntime_node'])],
+    ['cpu_per_record_vs_raw_shared', ratio(cpus['default'], best('raw_shared', cpus, Math.min))],
+    ['cpu_per_record_vs_raw', ratio(cpus['default'], best('raw', cpus, Math.min))],
+    ['cpu_per_record_vs_onnxruntime_node', ratio(cpus['default'], cpus['onnxruntime_node'])],
+    ['speed_vs_raw_shared', ratio(speeds['default'], best('raw_shared', speeds, Math.max))],
+    ['speed_vs_raw', ratio(speeds['default'], best('raw', speeds, Math.max))],
+  ];
+  vs[label] = Object.fromEntries(entries.filter((e): e is [string, number] => e[1] !== undefined));
+}
 // The benchmark's model (bench:throughput's embedding task) at the default thread split.
 const benchModel = modelLabel(EMBEDDING.modelFolder);
 const benchPeaks = peak[benchModel] ?? peak[modelLabel(models[0] ?? '')] ?? {};
@@ -168,13 +234,17 @@ process.stdout.write(
     rss_mib: {
       ours: benchPeaks['default'],
       raw: benchPeaks['raw'],
+      raw_shared: benchPeaks['raw_shared'],
+      onnxruntime_node: benchPeaks['onnxruntime_node'],
       by_layout: peak,
     },
     ratios: {
       ours_vs_raw_rss: round((benchPeaks['default'] ?? 0) / (benchPeaks['raw'] ?? 1)),
+      by_model: vs,
       speed_vs_default: speedVsDefault,
     },
     records_per_s: speed,
+    cpu_s_per_record: cpu,
     loaded_mib: loaded,
     end_pss_mib: pss,
   })}\n`,
@@ -243,16 +313,31 @@ function statusKiB(field: string, file = '/proc/self/status'): number | undefine
   return kib === undefined ? undefined : Number(kib);
 }
 
+/** The classifier's folder runs bench:throughput's classification task; the others embed. */
+function specFor(model: string): typeof EMBEDDING {
+  return modelLabel(model).startsWith(modelLabel(CLASSIFICATION.modelFolder))
+    ? CLASSIFICATION
+    : EMBEDDING;
+}
+
+/** User + system CPU seconds of the process (every thread) since `before`. */
+function cpuSecondsSince(before: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1e6;
+}
+
 async function runChild(job: ChildJob): Promise<ChildResult> {
   const texts = loadTexts(job.texts);
   const { layout } = job;
+  const spec = specFor(job.model);
   let best = 0;
   let loadedMiB = 0;
   let endPssMiB = 0;
+  let cpuSeconds = Infinity;
   if (layout.contender === 'ours') {
     const engine = await startEngine(
       job.model,
-      EMBEDDING.pipeline,
+      spec.pipeline,
       undefined,
       [{ device: 'cpu', threads: layout.workers, intraOpThreads: layout.intraOpThreads }],
       layout.runtime,
@@ -260,8 +345,11 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
     loadedMiB = residentMiB();
     try {
       await allAtOnce(engine, texts);
-      for (let r = 0; r < job.rounds; r += 1)
+      for (let r = 0; r < job.rounds; r += 1) {
+        const before = process.cpuUsage();
         best = Math.max(best, (await allAtOnce(engine, texts)).recordsPerSecond);
+        cpuSeconds = Math.min(cpuSeconds, cpuSecondsSince(before));
+      }
       endPssMiB = proportionalMiB();
     } finally {
       await engine.close();
@@ -271,7 +359,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
     const tokenizer = await TextTokenizer.load(job.model);
     const encoded = await tokenizer.encode(texts, {
       truncation: 'longest_first',
-      maxLength: EMBEDDING.maxLength,
+      maxLength: spec.maxLength,
     });
     // Dynamically quantized models run one row per call in our engine; the raw pool matches it.
     const policy: BatchPolicy = (await isBatchInvariant(onnxPath))
@@ -281,14 +369,22 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       encoded.map((e) => e.ids),
       policy,
     );
-    const pool = await RawPool.start(onnxPath, layout.workers, layout.intraOpThreads);
+    const pool = await RawPool.start(
+      onnxPath,
+      layout.workers,
+      layout.intraOpThreads,
+      undefined,
+      layout.sessions ?? 'per-thread',
+    );
     loadedMiB = residentMiB();
     try {
       await pool.run(batches);
       for (let r = 0; r < job.rounds; r += 1) {
+        const before = process.cpuUsage();
         const started = performance.now();
         await pool.run(batches);
         best = Math.max(best, texts.length / ((performance.now() - started) / 1000));
+        cpuSeconds = Math.min(cpuSeconds, cpuSecondsSince(before));
       }
       endPssMiB = proportionalMiB();
     } finally {
@@ -300,5 +396,6 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
     peakMiB: peakResidentMiB(),
     endPssMiB,
     recordsPerSecond: round(best, 1),
+    cpuSecondsPerRecord: Number((cpuSeconds / texts.length).toPrecision(4)),
   };
 }

@@ -94,8 +94,8 @@ export class ProviderUnavailableError extends HugotError {
 /** ONNX Runtime failed while running a batch; another worker may succeed. */
 export class InferenceError extends HugotError {
   override name = 'InferenceError';
-  constructor(message: string, options?: HugotErrorOptions) {
-    super('INFERENCE_FAILED', message, true, options);
+  constructor(message: string, options?: HugotErrorOptions, retriable = true) {
+    super('INFERENCE_FAILED', message, retriable, options);
   }
 }
 
@@ -103,18 +103,23 @@ export class InferenceError extends HugotError {
  * ONNX Runtime returned an OrtStatus from a C API call (the native binding): its message, and its
  * OrtErrorCode name in `ortCode` (on this side of a thread boundary; the message carries it too).
  */
-export class OrtStatusError extends HugotError {
+export class OrtStatusError extends InferenceError {
   override name = 'OrtStatusError';
   readonly ortCode: string | undefined;
+  /** The message without the code. */
+  readonly detail: string;
   constructor(message: string, options: HugotErrorOptions & { ortCode?: string } = {}) {
     const { ortCode, ...rest } = options;
-    super(
-      'INFERENCE_FAILED',
-      ortCode === undefined ? message : `${message} [${ortCode}]`,
-      true,
-      rest,
-    );
+    super(ortCode === undefined ? message : `${message} [${ortCode}]`, rest);
     this.ortCode = ortCode;
+    this.detail = message;
+  }
+
+  /** The same failure, its message led by where it happened (the model file). */
+  within(context: string): OrtStatusError {
+    const options: HugotErrorOptions & { ortCode?: string } = { cause: this };
+    if (this.ortCode !== undefined) options.ortCode = this.ortCode;
+    return new OrtStatusError(`${context}: ${this.detail}`, options);
   }
 }
 
@@ -122,10 +127,10 @@ export class OrtStatusError extends HugotError {
  * Feeds that do not fit the session: a missing or unknown input, a wrong dtype, rank or fixed
  * dimension. Found before any native call, so retrying cannot help; `field` names the tensor.
  */
-export class FeedMismatchError extends HugotError {
+export class FeedMismatchError extends InferenceError {
   override name = 'FeedMismatchError';
   constructor(message: string, options?: HugotErrorOptions) {
-    super('INFERENCE_FAILED', message, false, options);
+    super(message, options, false);
   }
 }
 

@@ -2,7 +2,11 @@
 // Everything here runs on whichever thread calls it; the stream worker calls it from worker
 // threads so that ONNX Runtime never blocks the main event loop.
 import { ClosedError, ConfigError, UnknownPipelineError } from './errors.ts';
-import { ModelStore, type ModelSpec } from './pipelines/runtime/model-store.ts';
+import {
+  ModelStore,
+  type ModelSpec,
+  type ModelStoreOptions,
+} from './pipelines/runtime/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
 import { createPipeline } from './pipelines/registry.ts';
 
@@ -14,10 +18,14 @@ export interface PipelineSpec {
 }
 
 export class Hugot {
-  private readonly store = new ModelStore();
+  private readonly store: ModelStore;
   private readonly modelSpecs = new Map<string, ModelSpec>();
   private readonly pipelines = new Map<string, Pipeline<unknown, unknown>>();
   private closed = false;
+
+  constructor(options: ModelStoreOptions = {}) {
+    this.store = new ModelStore(options);
+  }
 
   registerModel(alias: string, spec: ModelSpec): void {
     this.assertOpen();
@@ -78,6 +86,7 @@ export class Hugot {
   }
 }
 
-export function createHugot(): Hugot {
-  return new Hugot();
+/** `sharing` is for a shard's threads: native sessions shared through the shard's table. */
+export function createHugot(options: ModelStoreOptions = {}): Hugot {
+  return new Hugot(options);
 }

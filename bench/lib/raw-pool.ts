@@ -1,8 +1,14 @@
-// The raw contender: ONNX Runtime alone on pre-tokenized ids, cut into batches after a full
-// length sort, handed to `workers` threads of `intraOpThreads` each as each one frees.
+// The raw contenders: ONNX Runtime alone on pre-tokenized ids, cut into batches after a full
+// length sort, handed to `workers` threads of `intraOpThreads` each, every thread holding two
+// batches at once as our shard's threads do (the next one waits on the thread while it runs one).
+// 'per-thread': a session per thread (onnxruntime-node); 'shared': one native session that all
+// the threads run on.
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { InferenceSession } from 'onnxruntime-node';
+import { SharedSessions } from '../../src/runtime/native/shared-sessions.ts';
+import { releaseSharedSessions } from '../../src/runtime/native/release-shared.ts';
+import { BATCHES_PER_THREAD } from '../../src/shards/shard.ts';
 
 const WORKER_FILE = fileURLToPath(new URL('./raw-worker.ts', import.meta.url));
 
@@ -66,11 +72,15 @@ export function cutBatches(rows: readonly number[][], policy: BatchPolicy): numb
   return batches;
 }
 
+export type RawSessions = 'per-thread' | 'shared';
+
 export class RawPool {
   private readonly threads: Worker[];
+  private readonly table: SharedArrayBuffer | undefined;
 
-  private constructor(threads: Worker[]) {
+  private constructor(threads: Worker[], table: SharedArrayBuffer | undefined) {
     this.threads = threads;
+    this.table = table;
   }
 
   static async start(
@@ -78,36 +88,72 @@ export class RawPool {
     workers: number,
     intraOpThreads: number,
     executionProviders?: InferenceSession.ExecutionProviderConfig[],
+    sessions: RawSessions = 'per-thread',
   ): Promise<RawPool> {
+    const table = sessions === 'shared' ? SharedSessions.allocate() : undefined;
+    const shared = table === undefined ? undefined : { table, workers };
     const threads = Array.from(
       { length: workers },
       () =>
         new Worker(WORKER_FILE, {
-          workerData: { onnxPath, intraOpThreads, executionProviders },
+          workerData: { onnxPath, intraOpThreads, executionProviders, shared },
         }),
     );
     await Promise.all(threads.map((thread) => nextReply(thread)));
-    return new RawPool(threads);
+    return new RawPool(threads, table);
   }
 
   /** Runs every batch once; resolves when the last one is done. */
   async run(batches: readonly number[][][]): Promise<void> {
     let next = 0;
-    await Promise.all(
-      this.threads.map(async (thread) => {
-        while (next < batches.length) {
-          const batch = batches[next++] as number[][];
-          const reply = nextReply(thread);
-          thread.postMessage(batch);
-          await reply;
-        }
-      }),
-    );
+    const take = (): number[][] | undefined =>
+      next < batches.length ? batches[next++] : undefined;
+    await Promise.all(this.threads.map((thread) => feed(thread, take)));
   }
 
   async close(): Promise<void> {
     await Promise.all(this.threads.map((thread) => thread.terminate()));
+    if (this.table !== undefined) releaseSharedSessions(this.table);
   }
+}
+
+/** Keeps BATCHES_PER_THREAD batches on the thread until `take` runs dry. */
+function feed(thread: Worker, take: () => number[][] | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let outstanding = 0;
+    const stop = (): void => {
+      thread.off('message', onMessage);
+      thread.off('error', onError);
+    };
+    const top = (): void => {
+      while (outstanding < BATCHES_PER_THREAD) {
+        const batch = take();
+        if (batch === undefined) break;
+        thread.postMessage(batch);
+        outstanding += 1;
+      }
+      if (outstanding === 0) {
+        stop();
+        resolve();
+      }
+    };
+    const onMessage = (message: unknown): void => {
+      if (typeof message === 'object' && message !== null && 'error' in message) {
+        stop();
+        reject(new Error(String(message.error)));
+        return;
+      }
+      outstanding -= 1;
+      top();
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    thread.on('message', onMessage);
+    thread.on('error', onError);
+    top();
+  });
 }
 
 function nextReply(thread: Worker): Promise<void> {

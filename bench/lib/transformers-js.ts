@@ -5,7 +5,7 @@
 // per-call max_length in its feature-extraction pipeline.
 import { copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { env, pipeline } from '@huggingface/transformers';
+import type * as Transformers from '@huggingface/transformers';
 
 const STAGE = resolve('.cache/bench/transformers-js');
 
@@ -27,10 +27,16 @@ export function stageModel(folder: string, maxLength: number): string {
   return name;
 }
 
-function configure(): void {
-  env.localModelPath = `${STAGE}/`;
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
+/**
+ * transformers.js, loaded at first use: the benchmarks that import the task specs without running
+ * it (bench:memory's children) must not carry its modules in their peak memory.
+ */
+async function transformersJs(): Promise<typeof Transformers> {
+  const library = await import('@huggingface/transformers');
+  library.env.localModelPath = `${STAGE}/`;
+  library.env.allowRemoteModels = false;
+  library.env.allowLocalModels = true;
+  return library;
 }
 
 /** 'cuda' runs transformers.js on onnxruntime-node's CUDA provider (the one gpu:install puts). */
@@ -52,7 +58,7 @@ export async function tjsEmbedder(
   intraOpThreads: number,
   device: TjsDevice = 'cpu',
 ): Promise<TjsEmbedder> {
-  configure();
+  const { pipeline } = await transformersJs();
   const extractor = await pipeline(
     'feature-extraction',
     modelName,
@@ -84,7 +90,7 @@ export async function tjsClassifier(
   intraOpThreads: number,
   device: TjsDevice = 'cpu',
 ): Promise<TjsClassifier> {
-  configure();
+  const { pipeline } = await transformersJs();
   const classifier = await pipeline(
     'text-classification',
     modelName,

@@ -6,7 +6,7 @@
 import type { Tensor } from '../runtime/tensor.ts';
 import type { OrtSession, Feeds } from '../runtime/session.ts';
 import type { z } from 'zod';
-import { HugotError, InferenceError } from '../errors.ts';
+import { FeedMismatchError, HugotError, InferenceError, OrtStatusError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
 import {
   assertBatch,
@@ -109,9 +109,15 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
         ? await session.run(feeds)
         : await session.run(feeds, outputNames);
     } catch (cause) {
-      if (cause instanceof HugotError) throw cause;
+      // Our own typed errors pass; a runtime's (either binding's) gets the task's name.
+      const fromRuntime = cause instanceof OrtStatusError || cause instanceof FeedMismatchError;
+      if (cause instanceof HugotError && !fromRuntime) throw cause;
       const reason = cause instanceof Error ? cause.message : String(cause);
-      throw new InferenceError(`${this.task}: ONNX Runtime failed: ${reason}`, { cause });
+      throw new InferenceError(
+        `${this.task}: ONNX Runtime failed: ${reason}`,
+        { cause },
+        !(cause instanceof HugotError) || cause.retriable,
+      );
     } finally {
       this.stats.inference.calls += 1;
       this.stats.inference.ms += performance.now() - started;

@@ -1,6 +1,6 @@
 // What a failed session load means to a user, on either binding: a provider that would not start
 // (CUDA libraries missing) or a model file ONNX Runtime cannot read.
-import { HugotError, ModelFolderError, ProviderUnavailableError } from '../errors.ts';
+import { ModelFolderError, ProviderUnavailableError, type HugotError } from '../errors.ts';
 import type { CompiledRuntimeOptions } from './runtime-options.ts';
 
 export function sessionLoadError(

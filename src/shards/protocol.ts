@@ -2,6 +2,7 @@
 // one response shape; errors travel serialized so that their class survives the boundary.
 import type { SerializedError } from '../errors.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import type { SessionSharing } from '../runtime/runtimes.ts';
 
 export interface PipelineDefinition {
   task: string;
@@ -13,6 +14,8 @@ export interface PipelineDefinition {
 export interface WorkerSetup {
   models: Record<string, ModelSpec>;
   pipelines: Record<string, PipelineDefinition>;
+  /** The shard's table of native sessions, one per model for all its threads (the shard adds it). */
+  sharing?: SessionSharing;
 }
 
 export type WorkerRequest =

@@ -7,6 +7,8 @@ import { Piscina } from 'piscina';
 import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import { releaseSharedSessions } from '../runtime/native/release-shared.ts';
+import { SharedSessions } from '../runtime/native/shared-sessions.ts';
 import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 import type { ShardSpec } from './shard-spec.ts';
 
@@ -53,6 +55,8 @@ export class Shard {
   private closed = false;
   private readonly pool: Piscina<WorkerRequest, WorkerResponse>;
   private readonly logger: Logger;
+  /** The native sessions the threads share; the shard frees them once its threads are gone. */
+  private readonly sessions = SharedSessions.allocate();
 
   constructor(options: ShardOptions) {
     this.spec = options.spec;
@@ -73,11 +77,19 @@ export class Shard {
       // threads at this timeout, and a thread terminated inside session.run aborts the whole
       // process natively ("terminate called after throwing an instance of 'Napi::Error'").
       closeTimeout: 2 ** 31 - 1,
-      workerData: shardSetup(options.setup, options.spec),
+      workerData: {
+        ...shardSetup(options.setup, options.spec),
+        sharing: { table: this.sessions, threads: options.spec.threads },
+      },
     });
     this.pool.on('error', (err: unknown) =>
       this.logger.error({ err, shard: this.spec.name }, 'inference thread failed'),
     );
+  }
+
+  /** The table of the native sessions the shard's threads share (for tests and diagnostics). */
+  get sessionTable(): SharedArrayBuffer {
+    return this.sessions;
   }
 
   get inFlight(): number {
@@ -114,6 +126,7 @@ export class Shard {
   async drain(): Promise<void> {
     this.closed = true;
     await this.pool.close();
+    releaseSharedSessions(this.sessions);
   }
 
   /**
@@ -123,6 +136,7 @@ export class Shard {
   async abort(): Promise<void> {
     this.closed = true;
     await this.pool.close({ force: true });
+    releaseSharedSessions(this.sessions);
   }
 
   private async attempt(pipeline: string, inputs: unknown[]): Promise<WorkerResponse> {

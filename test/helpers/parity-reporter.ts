@@ -1,16 +1,24 @@
-// After the parity project ran, prints one JSON line:
-// {"parity":{"pipelines":P,"golden_cases":G,"golden_reruns":R,"tokenizer_cases":T,
+// After a parity project ran, prints one JSON line for it:
+// {"parity":{"binding":"native","pipelines":P,"golden_cases":G,"golden_reruns":R,"tokenizer_cases":T,
 //   "behaviour_cases":B,"failed":F,"skipped":S,"maxAbsDiff":{pipeline:deviation}}}
 // What a test checks comes from its meta (test/parity/parity-case.ts): P counts the pipelines
 // (tasks) with at least one case that ran; the tokenizer and the generative engine loop are not
 // pipelines. G/R/T/B count the cases that ran (passed or failed), S those that did not. F counts
-// as the summary line does (test/helpers/run-outcome.ts): failed tests, hooks and files.
+// as the summary line does (test/helpers/run-outcome.ts): failed tests, hooks and files. The suite
+// runs twice, once per ONNX Runtime binding (vitest.config.ts): a line each.
 import type { Reporter, TestModule, TestRunEndReason } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import type {} from '../parity/parity-case.ts';
 import { countModule, countRun, countTest, emptyOutcome } from './run-outcome.ts';
 
+/** The parity projects of vitest.config.ts and the binding each runs on. */
+export const PARITY_PROJECTS: Readonly<Record<string, string>> = {
+  parity: 'native',
+  'parity-onnxruntime-node': 'onnxruntime-node',
+};
+
 export interface ParityLine {
+  binding: string;
   pipelines: number;
   golden_cases: number;
   golden_reruns: number;
@@ -25,8 +33,9 @@ export function parityLine(
   testModules: readonly TestModule[],
   unhandledErrors: readonly SerializedError[],
   reason?: TestRunEndReason,
+  project = 'parity',
 ): ParityLine | undefined {
-  const parity = testModules.filter((m) => m.project.name === 'parity');
+  const parity = testModules.filter((m) => m.project.name === project);
   if (parity.length === 0) return undefined;
   const pipelines = new Set<string>();
   const maxAbsDiff: Record<string, number> = {};
@@ -48,6 +57,7 @@ export function parityLine(
   // The run's own verdict applies only when nothing but parity ran.
   countRun(outcome, unhandledErrors, parity.length === testModules.length ? reason : undefined);
   return {
+    binding: PARITY_PROJECTS[project] ?? project,
     pipelines: pipelines.size,
     golden_cases: kinds.golden,
     golden_reruns: kinds.rerun,
@@ -72,7 +82,9 @@ export default class ParityReporter implements Reporter {
     unhandledErrors: readonly SerializedError[],
     reason?: TestRunEndReason,
   ): void {
-    const line = parityLine(testModules, unhandledErrors, reason);
-    if (line !== undefined) this.write(`${JSON.stringify({ parity: line })}\n`);
+    for (const project of Object.keys(PARITY_PROJECTS)) {
+      const line = parityLine(testModules, unhandledErrors, reason, project);
+      if (line !== undefined) this.write(`${JSON.stringify({ parity: line })}\n`);
+    }
   }
 }

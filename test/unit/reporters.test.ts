@@ -81,6 +81,7 @@ describe('summary and parity reporters', () => {
     expect(result.exitCode).toBe(0);
     expect(result.summary).toBe('4 passed, 0 failed, 1 skipped');
     expect(result.parity).toEqual({
+      binding: 'native',
       pipelines: 1,
       golden_cases: 1,
       golden_reruns: 1,

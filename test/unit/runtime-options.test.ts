@@ -4,10 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
 import { createHugot } from '../../src/hugot.ts';
-import {
-  compileRuntimeOptions,
-  toSessionOptions,
-} from '../../src/runtime/runtime-options.ts';
+import { compileRuntimeOptions, toSessionOptions } from '../../src/runtime/runtime-options.ts';
 
 const MODEL = join(import.meta.dirname, '..', 'fixtures', 'models', 'bert-feature-extraction');
 

@@ -87,7 +87,13 @@ def export_fp32(dest: Path) -> dict[str, Any]:
         with torch.no_grad():
             return {"last_hidden_state": model(**{k: torch.from_numpy(v) for k, v in feed.items()}).last_hidden_state.numpy()}
 
-    return onnx_export.check_parity(path, reference, feeds)
+    # Real weights give hidden states of magnitude ~10, where float32 kernels that differ by CPU
+    # (torch's and ONNX Runtime's, AVX2 or AVX-512) part at ~2e-4 absolute: 2e-5 relative.
+    return onnx_export.check_parity(path, reference, feeds, tolerance=REAL_WEIGHTS_TOLERANCE)
+
+
+# The tiny fixtures keep onnx_export's 1e-4; see export_fp32.
+REAL_WEIGHTS_TOLERANCE = 1e-3
 
 
 def quantize(fp32: Path, int8: Path) -> None:

@@ -2,11 +2,10 @@
 // bound to a memory location (ONNX Runtime allocates them there) or to a caller's tensor, which
 // a run then writes in place. CPU memory for now; the GPU work binds device memory through the
 // same calls (BindOutputToDevice with a CUDA OrtMemoryInfo).
-import koffi from 'koffi';
 import { FeedMismatchError } from '../../errors.ts';
 import type { Outputs } from '../session.ts';
 import type { Tensor } from '../tensor.ts';
-import { readPointer, type OrtLibrary, type Pointer } from './ort-library.ts';
+import type { OrtLibrary, Pointer } from './ort-library.ts';
 import { createInputValue, readOutputValue } from './ort-value.ts';
 
 interface BindingThread {
@@ -97,10 +96,10 @@ export class IoBinding {
     try {
       for (let i = 0; i < count; i += 1) {
         const name = names[i] ?? `output${i}`;
-        out[name] = readOutputValue(this.lib, readPointer(valuesPtr, i), name);
+        out[name] = readOutputValue(this.lib, this.lib.readPointer(valuesPtr, i), name);
       }
     } finally {
-      for (let i = 0; i < count; i += 1) release(readPointer(valuesPtr, i));
+      for (let i = 0; i < count; i += 1) release(this.lib.readPointer(valuesPtr, i));
       if (valuesPtr !== 0n) this.lib.fn('AllocatorFree')(this.thread.allocator, valuesPtr);
     }
     return out;
@@ -134,12 +133,15 @@ export class IoBinding {
     const [buffer, lengths, count] = [slots[0] as Pointer, slots[1] as Pointer, Number(slots[2])];
     const names: string[] = [];
     if (count === 0) return names;
-    const sizes = new BigUint64Array(koffiView(lengths, count * 8));
-    const bytes = Buffer.from(koffiView(buffer, Number(sizes.reduce((a, b) => a + b, 0n))));
+    const lengthsCopy = new BigUint64Array(count);
+    this.lib.copy(lengths, lengthsCopy);
+    const sizes = Array.from(lengthsCopy, Number);
+    const bytes = Buffer.alloc(sizes.reduce((x, y) => x + y, 0));
+    this.lib.copy(buffer, bytes);
     let offset = 0;
     for (const size of sizes) {
-      names.push(bytes.toString('utf8', offset, offset + Number(size)));
-      offset += Number(size);
+      names.push(bytes.toString('utf8', offset, offset + size));
+      offset += size;
     }
     const free = this.lib.fn('AllocatorFree');
     free(this.thread.allocator, buffer);
@@ -164,8 +166,4 @@ export class IoBinding {
       throw new FeedMismatchError(`${this.onnxPath}: the IO binding was released`);
     return this.handle;
   }
-}
-
-function koffiView(pointer: Pointer, bytes: number): ArrayBuffer {
-  return bytes === 0 ? new ArrayBuffer(0) : koffi.view(pointer, bytes);
 }

@@ -4,7 +4,7 @@
 import { FeedMismatchError, ModelFolderError, OrtStatusError } from '../../errors.ts';
 import { sessionLoadError } from '../load-error.ts';
 import type { CompiledRuntimeOptions } from '../runtime-options.ts';
-import type { Feeds, OrtSession, Outputs, TensorMetadata, ValueMetadata } from '../session.ts';
+import type { Feeds, OrtSession, Outputs, ValueMetadata } from '../session.ts';
 import type { Tensor } from '../tensor.ts';
 import { IoBinding } from './io-binding.ts';
 import { createSessionOptions } from './native-session-options.ts';
@@ -188,8 +188,7 @@ export class NativeSession implements OrtSession {
       });
       return out;
     } catch (err) {
-      if (err instanceof OrtStatusError)
-        throw new OrtStatusError(`${this.onnxPath}: ${err.message}`, { cause: err });
+      if (err instanceof OrtStatusError) throw err.within(this.onnxPath);
       throw err;
     } finally {
       const release = lib.fn('ReleaseValue');
@@ -263,7 +262,7 @@ export class NativeSession implements OrtSession {
 
 function checkTensor(meta: ValueMetadata, tensor: Tensor, fail: (why: string) => Error): void {
   if (!meta.isTensor) throw fail('is not a tensor input; the native binding feeds tensors only');
-  const expected = meta as TensorMetadata;
+  const expected = meta;
   if (tensor.type !== expected.type)
     throw fail(`is ${tensor.type}, the model takes ${expected.type}`);
   if (expected.shape.length === 0) return;

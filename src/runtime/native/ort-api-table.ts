@@ -2,12 +2,9 @@
 // Source: https://proxy.golang.org/github.com/yalue/onnxruntime_go/@v/v1.27.0.zip (onnxruntime_c_api.h)
 // sha256 9ed0d7054a4e74249467365b25b415d36f51a44a6349e2a994a1812e4723d1e2
 // One row per member of struct OrtApi, in order: a row's index is its slot in the table.
-/* eslint-disable */
-// prettier-ignore
+// (Prettier skips this file: .prettierignore.)
 export const ORT_API_VERSION = 24;
-export const ORT_API_HEADER_SHA256 =
-  '9ed0d7054a4e74249467365b25b415d36f51a44a6349e2a994a1812e4723d1e2';
-// prettier-ignore
+export const ORT_API_HEADER_SHA256 = "9ed0d7054a4e74249467365b25b415d36f51a44a6349e2a994a1812e4723d1e2";
 export const ORT_API_TABLE: readonly (readonly [name: string, proto: string])[] = [
   ["CreateStatus", "void * CreateStatus(int code, const char * msg)"],
   ["GetErrorCode", "int GetErrorCode(void * status)"],

@@ -42,12 +42,19 @@ export class OrtLibrary {
   readonly version: string;
   private readonly api: Pointer;
   private readonly bound = new Map<string, NativeFunction>();
+  private readonly handle: unknown;
+  /** Held for the same reason as `handle`. */
+  private readonly cLibrary: ReturnType<typeof koffi.load>;
+  private readonly memcpy: (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
 
   private constructor(path: string) {
     this.path = path;
     let lib: ReturnType<typeof koffi.load>;
     try {
       lib = koffi.load(path);
+      // Held for the thread's life: koffi unloads a library whose handle is collected, and every
+      // pointer into it would then crash the process (bench:soak found this).
+      this.handle = lib;
     } catch (cause) {
       throw new ProviderUnavailableError(
         `the native ONNX Runtime binding could not load ${path}: ${String(cause)}; ` +
@@ -55,15 +62,19 @@ export class OrtLibrary {
         { cause, field: 'runtime.binding' },
       );
     }
+    this.cLibrary = cLibrary();
+    this.memcpy = this.cLibrary.func(
+      'void * memcpy(void * target, void * source, size_t bytes)',
+    ) as (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
     const getApiBase = lib.func('void * OrtGetApiBase()') as () => Pointer;
     const base = getApiBase();
     // struct OrtApiBase { const OrtApi* (*GetApi)(uint32_t); const char* (*GetVersionString)(void); }
     const getApi = koffi.decode(
-      readPointer(base, 0),
+      this.readPointer(base, 0),
       koffi.proto('void * OrtApiBaseGetApi(uint32_t version)'),
     ) as (version: number) => Pointer | null;
     const versionString = koffi.decode(
-      readPointer(base, 1),
+      this.readPointer(base, 1),
       koffi.proto('const char * OrtApiBaseGetVersionString()'),
     ) as () => string;
     this.version = versionString();
@@ -90,13 +101,27 @@ export class OrtLibrary {
     if (bound === undefined) {
       const slot = SLOTS.get(name);
       if (slot === undefined) throw new Error(`OrtApi has no function '${name}' in its table`);
-      bound = koffi.decode(
-        readPointer(this.api, slot.index),
-        koffi.proto(`${slot.proto.replace(/ (\w+)\(/, ' Ort_$1(')}`),
-      ) as NativeFunction;
+      const proto = koffi.proto(slot.proto.replace(/ (\w+)\(/, ' Ort_$1('));
+      bound = koffi.decode(this.readPointer(this.api, slot.index), proto) as NativeFunction;
       this.bound.set(name, bound);
     }
     return bound;
+  }
+
+  /**
+   * Copies `bytes` of native memory at `source` into `target`. Not koffi.decode, whose typed-array
+   * copies leaked ~21 bytes a call (bench:soak), nor koffi.view, whose external ArrayBuffers over
+   * memory ONNX Runtime frees and reuses crashed the process.
+   */
+  copy(source: Pointer, target: ArrayBufferView): void {
+    if (target.byteLength > 0) this.memcpy(target, source, target.byteLength);
+  }
+
+  /** The pointer stored in slot `index` of a table of pointers at `table`. */
+  readPointer(table: Pointer, index: number): Pointer {
+    const slot = new BigUint64Array(1);
+    this.copy(table + BigInt(index * SLOT_BYTES), slot);
+    return slot[0] as Pointer;
   }
 
   /** Calls an OrtApi function that returns an OrtStatus*, throwing its error when there is one. */
@@ -135,11 +160,16 @@ export class OrtLibrary {
   }
 }
 
-/** The pointer stored in slot `index` of a table of pointers at `table`. */
-export function readPointer(table: Pointer, index: number): Pointer {
-  return new BigUint64Array(
-    koffi.view(table + BigInt(index * SLOT_BYTES), SLOT_BYTES),
-  )[0] as Pointer;
+const C_LIBRARIES: Partial<Record<NodeJS.Platform, string>> = {
+  linux: 'libc.so.6',
+  darwin: 'libSystem.B.dylib',
+  win32: 'msvcrt.dll',
+};
+
+function cLibrary(): ReturnType<typeof koffi.load> {
+  const name = C_LIBRARIES[process.platform];
+  if (name === undefined) throw new Error(`no C library is known for ${process.platform}`);
+  return koffi.load(name);
 }
 
 /** A NUL-terminated C string at `ptr`. */

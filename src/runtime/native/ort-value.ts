@@ -25,22 +25,21 @@ export const ELEMENT_TYPES = {
 
 export type ElementType = keyof typeof ELEMENT_TYPES;
 
-type ArrayMaker = new (buffer: ArrayBuffer) => Tensor.DataType;
-
-const ARRAYS: Record<Exclude<ElementType, 'string'>, { bytes: number; make: ArrayMaker }> = {
-  float32: { bytes: 4, make: Float32Array },
-  uint8: { bytes: 1, make: Uint8Array },
-  int8: { bytes: 1, make: Int8Array },
-  uint16: { bytes: 2, make: Uint16Array },
-  int16: { bytes: 2, make: Int16Array },
-  int32: { bytes: 4, make: Int32Array },
-  int64: { bytes: 8, make: BigInt64Array },
-  bool: { bytes: 1, make: Uint8Array },
+/** A new, zeroed typed array of `count` elements for each numeric type. */
+const ARRAYS: Record<Exclude<ElementType, 'string'>, (count: number) => Tensor.DataType> = {
+  float32: (n) => new Float32Array(n),
+  uint8: (n) => new Uint8Array(n),
+  int8: (n) => new Int8Array(n),
+  uint16: (n) => new Uint16Array(n),
+  int16: (n) => new Int16Array(n),
+  int32: (n) => new Int32Array(n),
+  int64: (n) => new BigInt64Array(n),
+  bool: (n) => new Uint8Array(n),
   // onnxruntime-node hands float16 out as raw half bits; so do we.
-  float16: { bytes: 2, make: Uint16Array },
-  float64: { bytes: 8, make: Float64Array },
-  uint32: { bytes: 4, make: Uint32Array },
-  uint64: { bytes: 8, make: BigUint64Array },
+  float16: (n) => new Uint16Array(n),
+  float64: (n) => new Float64Array(n),
+  uint32: (n) => new Uint32Array(n),
+  uint64: (n) => new BigUint64Array(n),
 };
 
 const TYPE_NAMES = new Map<number, ElementType>(
@@ -175,12 +174,10 @@ export function readOutputValue(lib: OrtLibrary, value: Pointer, name: string): 
       },
     );
   if (type === 'string') return new Tensor('string', readStrings(lib, value, count), dims);
-  const { bytes, make } = ARRAYS[type];
-  const size = count * bytes;
-  if (size === 0) return new Tensor(type, new make(new ArrayBuffer(0)) as never, dims);
-  const source = lib.out('GetTensorMutableData', value);
-  const copy = koffi.view(source, size).slice(0);
-  return new Tensor(type, new make(copy) as never, dims);
+  // A copy, so that the OrtValue can be freed at once (ort-library.ts's copy says why not a view).
+  const data = ARRAYS[type](count);
+  if (count > 0) lib.copy(lib.out('GetTensorMutableData', value), data as ArrayBufferView);
+  return new Tensor(type, data, dims);
 }
 
 function readStrings(lib: OrtLibrary, value: Pointer, count: number): string[] {

@@ -77,6 +77,30 @@ export class SharedSessions {
     });
   }
 
+  /** Empties the table, passing every session still in it to `destroy` (its holders are gone). */
+  releaseAll(destroy: (address: Pointer) => void): number {
+    return this.locked(() => {
+      let released = 0;
+      for (let slot = 0; slot < this.slots; slot += 1) {
+        if (Atomics.load(this.words, refsIndex(slot)) === 0) continue;
+        const address = BigInt.asUintN(64, this.addresses[addressIndex(slot)] as bigint);
+        this.words.fill(0, keyIndex(slot), keyIndex(slot) + KEY_WORDS + 1);
+        this.addresses[addressIndex(slot)] = 0n;
+        destroy(address);
+        released += 1;
+      }
+      return released;
+    });
+  }
+
+  /** Sessions in the table. */
+  get size(): number {
+    let count = 0;
+    for (let slot = 0; slot < this.slots; slot += 1)
+      if (Atomics.load(this.words, refsIndex(slot)) > 0) count += 1;
+    return count;
+  }
+
   /** Holders of `key`'s session (0 when there is none). */
   holders(key: string): number {
     const slot = this.find(keyWords(key));
