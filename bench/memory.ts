@@ -9,24 +9,32 @@
 // session per thread, and `raw_shared`, one C-API session shared by the threads (the Go and C++
 // servers' layout). Records/s and CPU seconds per record (user + sys over the timed rounds) come
 // along: a smaller layout must not be a slower or costlier one. Every pass runs every layout,
-// passes alternate the order, and the best pass counts (the lowest CPU per record).
+// passes alternate the order, and each figure is the median of the passes (every pass's figures
+// are in the report's `passes`).
+// A child loads only its own contender's modules (the engine's for ours), so that a raw child's
+// peak is ONNX Runtime's, the tokenizer's and Node's alone.
 // Options: --models DIR,... (fp32 and int8 MiniLM, the DistilBERT classifier), --texts N (128),
 // --rounds N (2 timed rounds per child, after one warm round), --passes N (2), --layouts A,B
 // (a subset, by name). Internal: --child JSON runs one layout.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { InferenceSession } from 'onnxruntime-node';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.ts';
 import { isBatchInvariant } from '../src/pipelines/runtime/batch-invariance.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { CLASSIFICATION, EMBEDDING } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
-import { allAtOnce, startEngine } from './lib/engine-runs.ts';
 import { RawPool, cutBatches, type BatchPolicy, type RawSessions } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
 
@@ -45,7 +53,8 @@ interface Layout {
 interface ChildJob {
   layout: Layout;
   model: string;
-  texts: number;
+  /** A JSON file of the texts: the child must not parse the whole corpus (~100 MB of heap). */
+  textsFile: string;
   rounds: number;
 }
 
@@ -141,40 +150,40 @@ if (chosen !== undefined && layouts.length !== chosen.length)
   throw new Error(`--layouts: known layouts are ${allLayouts.map((l) => l.name).join(', ')}`);
 
 const models = values.models.split(',');
+const textsFile = join('.cache', 'bench', 'memory', `texts-${values.texts}.json`);
+mkdirSync(join('.cache', 'bench', 'memory'), { recursive: true });
+writeFileSync(textsFile, JSON.stringify(loadTexts(Number(values.texts))));
 const staged = new Map<string, string>();
 for (const model of models) staged.set(model, await stageExternalData(model));
-const loaded: Record<string, Record<string, number>> = {};
-const peak: Record<string, Record<string, number>> = {};
-const pss: Record<string, Record<string, number>> = {};
-const speed: Record<string, Record<string, number>> = {};
-const cpu: Record<string, Record<string, number>> = {};
+/** Every pass's figure per model and layout; the report takes the median of the passes. */
+type Runs = Record<string, Record<string, number[]>>;
+const runs = {
+  loaded: {} as Runs,
+  peak: {} as Runs,
+  pss: {} as Runs,
+  speed: {} as Runs,
+  cpu: {} as Runs,
+};
+const record = (into: Runs, label: string, layout: string, value: number): void => {
+  ((into[label] ??= {})[layout] ??= []).push(value);
+};
 for (let pass = 0; pass < Number(values.passes); pass += 1) {
   const order = pass % 2 === 0 ? layouts : [...layouts].reverse();
   for (const model of models) {
     const label = modelLabel(model);
-    loaded[label] ??= {};
-    peak[label] ??= {};
-    pss[label] ??= {};
-    speed[label] ??= {};
-    cpu[label] ??= {};
     for (const layout of order) {
       const job: ChildJob = {
         layout,
         model: layout.externalData === true ? (staged.get(model) ?? model) : model,
-        texts: Number(values.texts),
+        textsFile,
         rounds: Number(values.rounds),
       };
       const result = runInChild(job);
-      const loads = loaded[label];
-      loads[layout.name] = Math.max(loads[layout.name] ?? 0, result.loadedMiB);
-      const ends = pss[label];
-      ends[layout.name] = Math.max(ends[layout.name] ?? 0, result.endPssMiB);
-      const peaks = peak[label];
-      const speeds = speed[label];
-      peaks[layout.name] = Math.max(peaks[layout.name] ?? 0, result.peakMiB);
-      speeds[layout.name] = Math.max(speeds[layout.name] ?? 0, result.recordsPerSecond);
-      const cpus = cpu[label];
-      cpus[layout.name] = Math.min(cpus[layout.name] ?? Infinity, result.cpuSecondsPerRecord);
+      record(runs.loaded, label, layout.name, result.loadedMiB);
+      record(runs.peak, label, layout.name, result.peakMiB);
+      record(runs.pss, label, layout.name, result.endPssMiB);
+      record(runs.speed, label, layout.name, result.recordsPerSecond);
+      record(runs.cpu, label, layout.name, result.cpuSecondsPerRecord);
       process.stderr.write(
         `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded, ` +
           `${result.peakMiB} MiB peak, ${result.endPssMiB} MiB PSS at the end, ` +
@@ -183,6 +192,18 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
     }
   }
 }
+const medians = (of: Runs): Record<string, Record<string, number>> =>
+  Object.fromEntries(
+    Object.entries(of).map(([label, byLayout]) => [
+      label,
+      Object.fromEntries(Object.entries(byLayout).map(([name, v]) => [name, median(v)])),
+    ]),
+  );
+const loaded = medians(runs.loaded);
+const peak = medians(runs.peak);
+const pss = medians(runs.pss);
+const speed = medians(runs.speed);
+const cpu = medians(runs.cpu);
 
 const speedVsDefault: Record<string, Record<string, number>> = {};
 for (const [label, speeds] of Object.entries(speed)) {
@@ -247,8 +268,19 @@ process.stdout.write(
     cpu_s_per_record: cpu,
     loaded_mib: loaded,
     end_pss_mib: pss,
+    passes: Number(values.passes),
+    peak_mib_per_pass: runs.peak,
+    cpu_s_per_record_per_pass: runs.cpu,
   })}\n`,
 );
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : round(((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2, 4);
+}
 
 function modelLabel(folder: string): string {
   return folder.split('/').filter(Boolean).at(-1) ?? folder;
@@ -266,6 +298,7 @@ async function stageExternalData(folder: string): Promise<string> {
   for (const name of readdirSync(folder))
     if (!name.endsWith('.onnx') && !existsSync(join(target, name)))
       symlinkSync(resolve(folder, name), join(target, name));
+  const { InferenceSession } = await import('onnxruntime-node');
   const session = await InferenceSession.create(join(folder, 'model.onnx'), {
     graphOptimizationLevel: 'disabled',
     optimizedModelFilePath: join(target, 'model.onnx'),
@@ -327,7 +360,7 @@ function cpuSecondsSince(before: NodeJS.CpuUsage): number {
 }
 
 async function runChild(job: ChildJob): Promise<ChildResult> {
-  const texts = loadTexts(job.texts);
+  const texts = JSON.parse(readFileSync(job.textsFile, 'utf8')) as string[];
   const { layout } = job;
   const spec = specFor(job.model);
   let best = 0;
@@ -335,6 +368,8 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
   let endPssMiB = 0;
   let cpuSeconds = Infinity;
   if (layout.contender === 'ours') {
+    // Loaded here, not at the top: a raw child must not carry the engine's modules in its peak.
+    const { allAtOnce, startEngine } = await import('./lib/engine-runs.ts');
     const engine = await startEngine(
       job.model,
       spec.pipeline,

@@ -77,6 +77,7 @@ function openSession(
     throw sessionLoadError(cause, onnxPath, options);
   } finally {
     lib.fn('ReleaseSessionOptions')(sessionOptions);
+    lib.trimHeap();
   }
 }
 

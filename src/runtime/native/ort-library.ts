@@ -45,6 +45,7 @@ export class OrtLibrary {
   private readonly handle: unknown;
   /** Held for the same reason as `handle`. */
   private readonly cLibrary: ReturnType<typeof koffi.load>;
+  private readonly mallocTrim: ((pad: number) => number) | undefined;
   private readonly memcpy: (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
 
   private constructor(path: string) {
@@ -66,6 +67,8 @@ export class OrtLibrary {
     this.memcpy = this.cLibrary.func(
       'void * memcpy(void * target, void * source, size_t bytes)',
     ) as (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
+    this.mallocTrim = optionalFunction(this.cLibrary, 'int malloc_trim(size_t pad)') as
+      ((pad: number) => number) | undefined;
     const getApiBase = lib.func('void * OrtGetApiBase()') as () => Pointer;
     const base = getApiBase();
     // struct OrtApiBase { const OrtApi* (*GetApi)(uint32_t); const char* (*GetVersionString)(void); }
@@ -115,6 +118,15 @@ export class OrtLibrary {
    */
   copy(source: Pointer, target: ArrayBufferView): void {
     if (target.byteLength > 0) this.memcpy(target, source, target.byteLength);
+  }
+
+  /**
+   * Hands the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere).
+   * Loading a session parses the whole model file and copies its weights, and the parse's
+   * buffers, freed once the session exists, otherwise stay in the process's resident memory.
+   */
+  trimHeap(): void {
+    this.mallocTrim?.(0);
   }
 
   /** The pointer stored in slot `index` of a table of pointers at `table`. */
@@ -170,6 +182,15 @@ function cLibrary(): ReturnType<typeof koffi.load> {
   const name = C_LIBRARIES[process.platform];
   if (name === undefined) throw new Error(`no C library is known for ${process.platform}`);
   return koffi.load(name);
+}
+
+/** A C function the library may lack (malloc_trim is glibc's), or undefined. */
+function optionalFunction(lib: ReturnType<typeof koffi.load>, prototype: string): unknown {
+  try {
+    return lib.func(prototype);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A NUL-terminated C string at `ptr`. */
