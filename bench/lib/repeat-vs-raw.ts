@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { TaskSpec } from './contenders.ts';
 import { allAtOnce, startEngine } from './engine-runs.ts';
-import { RawPool, describeConfig, type RawConfig } from './raw-pool.ts';
+import { RawPool, describeConfig, type RawConfig, type RawSessions } from './raw-pool.ts';
 import { searchRaw, timeRaw } from './raw-search.ts';
 import { percentile, round } from './stats.ts';
 
@@ -15,6 +15,8 @@ export interface RepeatRun {
   ours: number;
   /** Raw in the same thread split, one row per session call (when asked for). */
   rawOneRow?: number;
+  /** Raw in the same layout on one native session shared by its threads (when asked for). */
+  rawShared?: number;
 }
 
 export interface Spread {
@@ -41,6 +43,8 @@ export interface RepeatInput {
    * record's output may not depend on its batch mates (dynamically quantized models).
    */
   oneRow?: boolean;
+  /** Also time raw-shared (one C-API session for all raw's threads) in raw's layout. */
+  shared?: boolean;
   log: (line: string) => void;
 }
 
@@ -50,8 +54,17 @@ const MAX_WAIT_MS = 10;
 export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
   const { spec, texts, rows, raw, log } = input;
   const onnxPath = `${spec.modelFolder}/model.onnx`;
-  const timeRawOnce = async (config: RawConfig = raw): Promise<number> => {
-    const pool = await RawPool.start(onnxPath, config.workers, config.intraOpThreads);
+  const timeRawOnce = async (
+    config: RawConfig = raw,
+    sessions: RawSessions = 'per-thread',
+  ): Promise<number> => {
+    const pool = await RawPool.start(
+      onnxPath,
+      config.workers,
+      config.intraOpThreads,
+      undefined,
+      sessions,
+    );
     try {
       const rps = await timeRaw(pool, rows, config, config.batching);
       if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(config)}`);
@@ -78,22 +91,37 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
       input.oneRow === true
         ? await timeRawOnce({ ...raw, batching: { kind: 'rows', size: 1 } })
         : undefined;
+    const rawShared = input.shared === true ? await timeRawOnce(raw, 'shared') : undefined;
     const second = await (oursFirst ? timeRawOnce() : timeOursOnce());
     const run: RepeatRun = oursFirst ? { ours: first, raw: second } : { raw: first, ours: second };
     if (rawOneRow !== undefined) run.rawOneRow = rawOneRow;
+    if (rawShared !== undefined) run.rawShared = rawShared;
     runs.push(run);
     log(
       `${spec.name} run ${n}: raw ${run.raw.toFixed(2)}, ours ${run.ours.toFixed(2)} rec/s, ours ÷ raw ${(run.ours / run.raw).toFixed(3)}` +
         (rawOneRow === undefined
           ? ''
-          : `; raw one row a call ${rawOneRow.toFixed(2)}, ours ÷ that ${(run.ours / rawOneRow).toFixed(3)}`),
+          : `; raw one row a call ${rawOneRow.toFixed(2)}, ours ÷ that ${(run.ours / rawOneRow).toFixed(3)}`) +
+        (rawShared === undefined
+          ? ''
+          : `; raw-shared ${rawShared.toFixed(2)}, ours ÷ that ${(run.ours / rawShared).toFixed(3)}`),
     );
   }
   return runs;
 }
 
-export function spread(runs: readonly RepeatRun[], against: 'raw' | 'rawOneRow' = 'raw'): Spread {
-  const ratios = runs.map((run) => round(run.ours / (run[against] ?? Number.NaN)));
+/** `bestRaw`: each run's better of raw and raw-shared. */
+export function spread(
+  runs: readonly RepeatRun[],
+  against: 'raw' | 'rawOneRow' | 'rawShared' | 'bestRaw' = 'raw',
+): Spread {
+  const contender = (run: RepeatRun): number =>
+    against === 'bestRaw' ? Math.max(run.raw, run.rawShared ?? 0) : (run[against] ?? Number.NaN);
+  // A run that did not time the contender (the whole comparison's first run has no raw-shared)
+  // is left out.
+  const ratios = runs
+    .filter((run) => against === 'bestRaw' || against === 'raw' || run[against] !== undefined)
+    .map((run) => round(run.ours / contender(run)));
   return {
     runs: ratios,
     min: Math.min(...ratios),
@@ -113,6 +141,8 @@ export interface RawOnlyInput {
   runs: number;
   /** Also time raw one row a call (RepeatInput.oneRow). */
   oneRow?: boolean;
+  /** Also time raw-shared (RepeatInput.shared). */
+  shared?: boolean;
   log: (line: string) => void;
 }
 
@@ -152,6 +182,7 @@ export async function vsRawOnly(
     runs: input.runs,
     firstRun: 1,
     oneRow: input.oneRow === true,
+    shared: input.shared === true,
     log,
   });
   return { raw: search.best, searchSeconds, runs };
