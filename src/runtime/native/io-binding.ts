@@ -44,28 +44,20 @@ export class IoBinding {
       throw new FeedMismatchError(`${this.onnxPath}: '${name}' is not an input of the model`, {
         field: name,
       });
-    const value = createInputValue(
-      this.lib,
-      this.thread.cpuMemory,
-      this.thread.allocator,
-      tensor,
-      name,
-    );
-    this.keep(`in:${name}`, value, tensor);
-    this.lib.call('BindInput', this.open(), name, value);
+    this.bindTensor('BindInput', name, tensor);
   }
 
   /** The run writes output `name` into `tensor`'s memory (its shape must be the output's). */
   bindOutput(name: string, tensor: Tensor): void {
-    const value = createInputValue(
-      this.lib,
-      this.thread.cpuMemory,
-      this.thread.allocator,
-      tensor,
-      name,
-    );
-    this.keep(`out:${name}`, value, tensor);
-    this.lib.call('BindOutput', this.open(), name, value);
+    this.bindTensor('BindOutput', name, tensor);
+  }
+
+  /** An OrtValue over `tensor`'s memory, held (with the tensor) until it is bound anew or dropped. */
+  private bindTensor(call: 'BindInput' | 'BindOutput', name: string, tensor: Tensor): void {
+    const { cpuMemory, allocator } = this.thread;
+    const value = createInputValue(this.lib, cpuMemory, allocator, tensor, name);
+    this.keep(`${call}:${name}`, value, tensor);
+    this.lib.call(call, this.open(), name, value);
   }
 
   /** ONNX Runtime allocates output `name` in CPU memory at each run. */

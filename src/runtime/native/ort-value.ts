@@ -50,7 +50,7 @@ export function elementTypeName(value: number): ElementType | undefined {
   return TYPE_NAMES.get(value);
 }
 
-const ONNX_TYPE_TENSOR = 1;
+export const ONNX_TYPE_TENSOR = 1;
 
 /** Memory the C API reads from or writes to, kept alive by the JS value it came from. */
 function dataOf(tensor: Tensor): ArrayBufferView {
@@ -194,5 +194,3 @@ function readStrings(lib: OrtLibrary, value: Pointer, count: number): string[] {
   }
   return out;
 }
-
-export { ONNX_TYPE_TENSOR };
