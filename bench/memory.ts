@@ -61,6 +61,8 @@ interface ChildJob {
 interface ChildResult {
   /** Resident memory once every session is loaded, before the first record. */
   loadedMiB: number;
+  /** The high-water mark once every session is loaded: what the load itself peaked at. */
+  loadPeakMiB: number;
   peakMiB: number;
   /**
    * Proportional set size after the timed rounds (the arena never shrinks, so this is near the
@@ -159,6 +161,7 @@ for (const model of models) staged.set(model, await stageExternalData(model));
 type Runs = Record<string, Record<string, number[]>>;
 const runs = {
   loaded: {} as Runs,
+  loadPeak: {} as Runs,
   peak: {} as Runs,
   pss: {} as Runs,
   speed: {} as Runs,
@@ -184,8 +187,10 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
       record(runs.pss, label, layout.name, result.endPssMiB);
       record(runs.speed, label, layout.name, result.recordsPerSecond);
       record(runs.cpu, label, layout.name, result.cpuSecondsPerRecord);
+      record(runs.loadPeak, label, layout.name, result.loadPeakMiB);
       process.stderr.write(
-        `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded, ` +
+        `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded ` +
+          `(${result.loadPeakMiB} MiB peak while loading), ` +
           `${result.peakMiB} MiB peak, ${result.endPssMiB} MiB PSS at the end, ` +
           `${result.recordsPerSecond} records/s, ${result.cpuSecondsPerRecord} CPU s/record\n`,
       );
@@ -200,6 +205,7 @@ const medians = (of: Runs): Record<string, Record<string, number>> =>
     ]),
   );
 const loaded = medians(runs.loaded);
+const loadPeak = medians(runs.loadPeak);
 const peak = medians(runs.peak);
 const pss = medians(runs.pss);
 const speed = medians(runs.speed);
@@ -270,6 +276,7 @@ process.stdout.write(
     records_per_s: speed,
     cpu_s_per_record: cpu,
     loaded_mib: loaded,
+    load_peak_mib: loadPeak,
     end_pss_mib: pss,
     passes: Number(values.passes),
     peak_mib_per_pass: runs.peak,
@@ -368,6 +375,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
   const spec = specFor(job.model);
   let best = 0;
   let loadedMiB = 0;
+  let loadPeakMiB = 0;
   let endPssMiB = 0;
   let cpuSeconds = Infinity;
   if (layout.contender === 'ours') {
@@ -381,6 +389,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       layout.runtime,
     );
     loadedMiB = residentMiB();
+    loadPeakMiB = peakResidentMiB();
     try {
       await allAtOnce(engine, texts);
       for (let r = 0; r < job.rounds; r += 1) {
@@ -415,6 +424,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       layout.sessions ?? 'per-thread',
     );
     loadedMiB = residentMiB();
+    loadPeakMiB = peakResidentMiB();
     try {
       await pool.run(batches);
       for (let r = 0; r < job.rounds; r += 1) {
@@ -431,6 +441,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
   }
   return {
     loadedMiB,
+    loadPeakMiB,
     peakMiB: peakResidentMiB(),
     endPssMiB,
     recordsPerSecond: round(best, 1),

@@ -25,13 +25,18 @@ describe('batch invariance', () => {
   it('finds an operator name that straddles two read chunks', async () => {
     const file = join(await scratch, 'straddle.onnx');
     const marker = Buffer.from('DynamicQuantizeLinear', 'latin1');
-    // The stream reads 1 MiB chunks: put the marker across the first boundary.
+    // The scan reads 1 MiB chunks: put the marker across the first boundary.
     const body = Buffer.alloc((1 << 20) + 64, 0x20);
     marker.copy(body, (1 << 20) - 10);
     await writeFile(file, body);
     expect(await isBatchInvariant(file)).toBe(false);
     await writeFile(file, Buffer.alloc((1 << 20) + 64, 0x20));
     expect(await isBatchInvariant(file)).toBe(true);
+    // And across a later boundary, where the carried tail sits before a full chunk.
+    const longer = Buffer.alloc((3 << 20) + 64, 0x20);
+    marker.copy(longer, (2 << 20) - 7);
+    await writeFile(file, longer);
+    expect(await isBatchInvariant(file)).toBe(false);
   });
 
   it('runs a batch-dependent model one record per call, in order', async () => {
