@@ -1,29 +1,51 @@
 #!/usr/bin/env node
-// The hugot-stream command line.
-import { Command } from 'commander';
-import { checkConnections, describeConnections } from '../connectors/connection-checks.ts';
-import { loadConfigFile } from '../config/load-config.ts';
-import { HugotError } from '../errors.ts';
-import { findModelFolders } from '../models/model-folder.ts';
-import { redactText } from '../redaction.ts';
-import { createCliLogger } from './logger.ts';
-import { runWorker } from './run-command.ts';
+// The hugot-stream command line. Only commander is loaded up front: each command imports what it
+// needs when it runs, so that --help and --version answer at once instead of after the worker's
+// whole module graph (ONNX Runtime, the pipelines, the broker clients) has loaded.
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
 
 const DEFAULT_MODEL_ROOTS = ['models', 'test/fixtures/models', '.cache/models'];
 
-export function buildCli(out: (text: string) => void): Command {
+/** Usage errors exit with the code the docs give bad configuration (operations.md). */
+export const USAGE_EXIT_CODE = 2;
+
+/** The package's version, from its package.json beside src/. */
+export function packageVersion(): string {
+  const path = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+}
+
+export interface CliOutput {
+  /** What a command prints: results, --help, --version. */
+  out: (text: string) => void;
+  /** Usage errors and the help that follows them. */
+  err: (text: string) => void;
+}
+
+export function buildCli(out: CliOutput['out'], err: CliOutput['err'] = out): Command {
   const program = new Command('hugot-stream')
     .description(
       'Run Hugging Face transformer pipelines (ONNX) over Kafka, BullMQ, Redis Streams and JSONL files.',
     )
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .showHelpAfterError()
-    .configureOutput({ writeOut: out, writeErr: out });
+    .configureOutput({ writeOut: out, writeErr: err })
+    // Commander would call process.exit itself (code 1 for a usage error); the caller decides.
+    .exitOverride();
 
   program
     .command('run')
     .description('run the stream worker described by a config file')
     .option('-c, --config <file>', 'YAML config file', 'config/demo.yaml')
     .action(async (options: { config: string }) => {
+      const [{ loadConfigFile }, { checkConnections }, { createCliLogger }, { runWorker }] =
+        await Promise.all([
+          import('../config/load-config.ts'),
+          import('../connectors/connection-checks.ts'),
+          import('./logger.ts'),
+          import('./run-command.ts'),
+        ]);
       const config = await loadConfigFile(options.config);
       checkConnections(config);
       process.exitCode = await runWorker(config, createCliLogger(), (text) =>
@@ -36,6 +58,10 @@ export function buildCli(out: (text: string) => void): Command {
     .description('check a config file (fields, references, environment variables) and exit')
     .argument('<file>', 'YAML config file')
     .action(async (file: string) => {
+      const [{ loadConfigFile }, { checkConnections, describeConnections }] = await Promise.all([
+        import('../config/load-config.ts'),
+        import('../connectors/connection-checks.ts'),
+      ]);
       const config = await loadConfigFile(file);
       checkConnections(config);
       out(
@@ -50,6 +76,7 @@ export function buildCli(out: (text: string) => void): Command {
     .description('list Optimum-style model folders with their ONNX files and labels')
     .argument('[roots...]', 'folders to search', DEFAULT_MODEL_ROOTS)
     .action(async (roots: string[]) => {
+      const { findModelFolders } = await import('../models/model-folder.ts');
       const found = await findModelFolders(roots);
       if (found.length === 0) out(`no model folders under ${roots.join(', ')}\n`);
       for (const m of found) {
@@ -64,17 +91,42 @@ export function buildCli(out: (text: string) => void): Command {
   return program;
 }
 
-if (import.meta.main) {
-  const cli = buildCli((text) => process.stdout.write(text));
-  if (process.argv.length <= 2) cli.help();
+/**
+ * The exit code for what the command line threw: 0 after --help or --version, USAGE_EXIT_CODE for
+ * a usage error (commander has already printed it and the help on stderr) or a failed start.
+ */
+export function exitCodeFor(thrown: unknown): number {
+  if (thrown instanceof CommanderError) return thrown.exitCode === 0 ? 0 : USAGE_EXIT_CODE;
+  return USAGE_EXIT_CODE;
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const cli = buildCli(
+    (text) => process.stdout.write(text),
+    (text) => process.stderr.write(text),
+  );
+  if (argv.length <= 2) {
+    // A bare `hugot-stream` is a usage error: the help goes where errors go.
+    cli.outputHelp({ error: true });
+    process.exitCode = USAGE_EXIT_CODE;
+    return;
+  }
   try {
-    await cli.parseAsync(process.argv);
+    await cli.parseAsync(argv);
   } catch (err) {
-    // Configuration and model-folder errors already say what is wrong and how to fix it.
-    // Scrubbed: an error from a client library may quote a connection string with its password.
-    process.stderr.write(
-      `hugot-stream: ${redactText(err instanceof HugotError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`,
-    );
-    process.exitCode = 2;
+    if (!(err instanceof CommanderError)) {
+      // Configuration and model-folder errors already say what is wrong and how to fix it.
+      // Scrubbed: an error from a client library may quote a connection string with its password.
+      const [{ HugotError }, { redactText }] = await Promise.all([
+        import('../errors.ts'),
+        import('../redaction.ts'),
+      ]);
+      process.stderr.write(
+        `hugot-stream: ${redactText(err instanceof HugotError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`,
+      );
+    }
+    process.exitCode = exitCodeFor(err);
   }
 }
+
+if (import.meta.main) await main(process.argv);
