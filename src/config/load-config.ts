@@ -11,6 +11,7 @@ import { batcherOptionsSchema } from '../batching/batcher-options.ts';
 import { checkWithSchema, formatPath } from '../options/parse.ts';
 import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
 import { resolveConnectionPaths } from './connection-paths.ts';
+import { routeLoopProblems } from './route-loops.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
 export type Environment = Record<string, string | undefined>;
@@ -216,6 +217,7 @@ function referenceProblems(config: WorkerConfig): ConfigProblem[] {
         { field: 'delivery.mode' },
       );
     }
+    problems.push(...routeLoopProblems(route, at));
     checkGenerationRoute(config, route, at, problem);
     checkInputRoute(config, route, at, problem);
   });

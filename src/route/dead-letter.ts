@@ -12,6 +12,18 @@ export const DLQ_HEADER_PREFIX = 'hugot.error.';
 
 export const workerId = `${hostname()}-${process.pid}`;
 
+/**
+ * The headers without any `hugot.error.*`: a record that arrives with them (read back from a
+ * dead-letter topic, or spoofed by its producer) must not pass them on to an output, where they
+ * would claim a failure that did not happen, nor mix them into a new dead letter's own.
+ */
+export function withoutErrorHeaders(headers: Headers): Headers {
+  const kept: Headers = {};
+  for (const [name, value] of Object.entries(headers))
+    if (!name.startsWith(DLQ_HEADER_PREFIX)) kept[name] = value;
+  return kept;
+}
+
 export function deadLetter(
   record: SourceRecord,
   stage: Stage,
@@ -47,7 +59,7 @@ export function deadLetter(
     'worker.id': workerId,
   };
   for (const [k, v] of Object.entries(where)) errorHeaders[k] = v;
-  const headers: Headers = { ...record.headers };
+  const headers = withoutErrorHeaders(record.headers);
   for (const [k, v] of Object.entries(errorHeaders)) headers[`${DLQ_HEADER_PREFIX}${k}`] = v;
   return { key: record.key, value: record.value, headers, origin };
 }

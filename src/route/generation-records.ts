@@ -10,6 +10,7 @@ import type {
   FinishReason,
   GenerationResult,
 } from '../pipelines/generation/generation-progress.ts';
+import { withoutErrorHeaders } from './dead-letter.ts';
 import { setPath } from './field-path.ts';
 import type { OutputRecord, RecordOrigin, SourceRecord } from './record.ts';
 
@@ -83,7 +84,7 @@ export function partialRecord(
   return {
     key: record.key,
     value: Buffer.from(JSON.stringify(value)),
-    headers: { ...record.headers },
+    headers: withoutErrorHeaders(record.headers),
     origin: record.origin,
   };
 }

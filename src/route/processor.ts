@@ -7,7 +7,7 @@
 // not be acknowledged.
 import { ClosedError, HugotError, SinkError } from '../errors.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
-import { deadLetter, type Stage } from './dead-letter.ts';
+import { deadLetter, withoutErrorHeaders, type Stage } from './dead-letter.ts';
 import { checkGenerationOutput, GENERATION_TASK } from './generation-output.ts';
 import { getPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
@@ -216,7 +216,7 @@ export class RecordProcessor {
       record: {
         key: record.key,
         value: Buffer.from(value),
-        headers: { ...record.headers },
+        headers: withoutErrorHeaders(record.headers),
         origin: record.origin,
       },
     };

@@ -52,6 +52,30 @@ describe('record processor', () => {
     expect(outcome.record.headers).toEqual({ trace: 'abc' });
   });
 
+  it('drops hugot.error.* headers a record arrives with: from outputs, and from a new dead letter', async () => {
+    const spoofed: SourceRecord = {
+      ...record(JSON.stringify({ payload: { text: 'hello' } })),
+      headers: {
+        trace: 'abc',
+        'hugot.error.code': 'MAX_ATTEMPTS',
+        'hugot.error.origin.line': '2',
+      },
+    };
+    const processor = new RecordProcessor(route, 'textClassification', config.limits, echo);
+    const good = await processor.process(spoofed);
+    expect(good.kind).toBe('output');
+    if (good.kind !== 'output') return;
+    expect(good.record.headers).toEqual({ trace: 'abc' });
+    const bad = await processor.process({ ...spoofed, value: Buffer.from('{"payload": ') });
+    expect(bad.kind).toBe('dead');
+    if (bad.kind !== 'dead') return;
+    expect(bad.record.headers['hugot.error.code']).toBe('INVALID_JSON');
+    // This failure's origin is a Kafka offset; the stale file line must not stay beside it.
+    expect(bad.record.headers['hugot.error.origin.line']).toBeUndefined();
+    expect(bad.record.headers['hugot.error.origin.offset']).toBe('42');
+    expect(bad.record.headers['trace']).toBe('abc');
+  });
+
   const cases: [string, string | Buffer, string, string][] = [
     ['malformed JSON', '{"payload": ', 'decode', 'INVALID_JSON'],
     ['invalid UTF-8', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), 'decode', 'INVALID_UTF8'],
