@@ -1,4 +1,4 @@
-// `hugot-stream run`: start the worker, stop it on SIGTERM/SIGINT (or when finite sources are
+// `hugot-stream run`: start the worker, stop it on SIGTERM/SIGINT/SIGHUP (or when finite sources are
 // read to the end), print a summary, and exit 0 only when everything in flight was drained.
 import type { WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
@@ -6,6 +6,8 @@ import { StreamWorker } from '../worker/stream-worker.ts';
 import type { RouteCounters } from '../route/route-runner.ts';
 import { startStatsLine } from '../telemetry/stats-line.ts';
 import { Telemetry } from '../telemetry/telemetry.ts';
+
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
 /** How long /livez stays red after a source failed for good, before the process exits. */
 const FAILED_LINGER_MS = 2_000;
@@ -19,9 +21,19 @@ export async function runWorker(
   // Listened for before the worker starts: a source can be writing (and a deployment can send
   // SIGTERM) while start() still waits on a slower route, and Node's default action would kill
   // the process mid-write. A signal during start() stops the worker as soon as it is up.
+  // SIGHUP (the terminal went away) drains too. A second signal during the drain gives up the
+  // queued records at once, but the running batches are still written and what was written is
+  // committed before the exit: Node's default action there would lose that final commit.
+  let signalled: string | undefined;
+  let hurry: (signal: string) => void = () => undefined;
   const stopSignal = new Promise<string>((resolve) => {
-    for (const signal of ['SIGTERM', 'SIGINT'] as const)
-      process.once(signal, () => resolve(signal));
+    for (const signal of STOP_SIGNALS)
+      process.on(signal, () => {
+        if (signalled === undefined) {
+          signalled = signal;
+          resolve(signal);
+        } else hurry(signal);
+      });
   });
   // Before the models load, so /livez answers and /readyz says why it is not ready yet.
   const telemetry = await Telemetry.start(config.telemetry, logger);
@@ -72,6 +84,19 @@ export async function runWorker(
   stopProgress();
   stopStats();
   logger.info({ reason, timeoutMs: config.shutdown.timeoutMs }, 'stopping');
+  let hurried = false;
+  hurry = (signal) => {
+    logger.warn(
+      { signal, first: signalled },
+      hurried
+        ? 'already stopping as fast as is safe; the running batches are written and committed first'
+        : 'stop signal during the drain: giving up queued records now (not acknowledged; they will be delivered again); exiting once the running batches are written and committed',
+    );
+    if (!hurried) worker.giveUpQueued();
+    hurried = true;
+  };
+  // A signal that came while a finite input was ending, or before the race above was decided.
+  signalled ??= 'none';
   let exitCode = 0;
   try {
     await worker.stop(config.shutdown.timeoutMs);

@@ -50,9 +50,19 @@ export const saslSchema = z
 /** The Kafka client library behind the driver seam (docs/sources-and-sinks.md compares them). */
 export const kafkaClients = ['platformatic', 'kafkajs'] as const;
 
+/**
+ * A broker is host:port. One written as user:password@host:port would carry a secret into every
+ * log line and `validate-config` report that names the brokers, so it is refused (without
+ * echoing it) and the credentials sent to `sasl`, whose secrets are redacted.
+ */
+const broker = name.refine(
+  (value) => !value.includes('@'),
+  'a broker is host:port; credentials in it (user:password@host) are refused, so that they never reach a log: give them under connections.kafka.sasl (usernameEnv / passwordEnv)',
+);
+
 export const kafkaConnectionSchema = z
   .object({
-    brokers: z.array(name).min(1),
+    brokers: z.array(broker).min(1),
     /** Unset: platformatic (kafkaClientFor in connectors/kafka/driver-for.ts). */
     client: z.enum(kafkaClients).optional(),
     clientId: z.string().default('hugot-stream'),

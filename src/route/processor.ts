@@ -33,10 +33,6 @@ export type Submit = (pipeline: string, input: unknown, context: SubmitContext) 
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function startsWithBom(bytes: Buffer): boolean {
-  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
-}
-
 /** A refusal found while handling a record: becomes its dead letter (never leaves process()). */
 class Refusal extends Error {
   override name = 'Refusal';
@@ -198,8 +194,9 @@ export class RecordProcessor {
       const base = format === 'json' ? (text as string) : JSON.stringify({ input: text });
       try {
         value = spliceField(base, this.route.output.field, resultJson, this.route.output.overwrite);
-        // The decoder drops a leading byte-order mark; the record's bytes keep it.
-        if (format === 'json' && startsWithBom(record.value)) value = `\uFEFF${value}`;
+        // The decoder drops a leading byte-order mark and so does the output: JSON text must
+        // not start with one (RFC 8259), and strict JSONL readers refuse the line. A dead letter
+        // still carries the record's bytes, mark and all.
       } catch (err) {
         if (!(err instanceof SpliceRefused)) throw err;
         throw new Refusal(

@@ -222,6 +222,19 @@ export class StreamWorker {
     return this.stopping;
   }
 
+  /**
+   * During a drain, gives up the records still queued (not acknowledged: they will be delivered
+   * again) so that the drain ends once the running batches are written and committed: what half
+   * the shutdown timeout does, and a second stop signal does at once.
+   */
+  giveUpQueued(): void {
+    // Only the queue is given up; the shards stop later by the drain's own path. The forced
+    // pool close this replaces was in play both times a native abort was seen on SIGTERM under
+    // load (docs/operations.md); that it was the cause is not established.
+    this.engine?.giveUpQueued();
+    void Promise.all(closeAll([...this.generative.values()], 'abort')).catch(() => undefined);
+  }
+
   private async closeEngines(mode: 'drain' | 'abort'): Promise<void> {
     await Promise.all(closeAll([this.engine, ...this.generative.values()], mode));
   }
@@ -239,11 +252,7 @@ export class StreamWorker {
         { afterMs: Math.round(timeoutMs / 2) },
         'shutdown: giving up queued records (not acknowledged; they will be delivered again); running batches finish',
       );
-      // Only the queue is given up; the shards stop later by the drain's own path. The forced
-      // pool close this replaces was in play both times a native abort was seen on SIGTERM under
-      // load (docs/operations.md); that it was the cause is not established.
-      this.engine?.giveUpQueued();
-      void Promise.all(closeAll([...this.generative.values()], 'abort')).catch(() => undefined);
+      this.giveUpQueued();
     }, timeoutMs / 2);
     giveUp.unref();
     try {

@@ -147,6 +147,11 @@ describe.each([
       expect(letter.headers['hugot.error.message']?.length).toBeGreaterThan(10);
     }
     expect(dead[1]?.headers['hugot.error.stage']).toBe('sink');
+    // The broker's own answer, not the client's "Producing messages failed".
+    if (code === 'OUTPUT_REJECTED')
+      expect(dead[1]?.headers['hugot.error.message']).toMatch(
+        /refused the output: MESSAGE_TOO_LARGE \(error code 10\): /,
+      );
     // Headers as they came, on outputs and dead letters alike.
     for (const record of [...outputs, ...dead]) {
       expect(Buffer.from(record.rawHeaders['bin'] as Buffer).equals(BINARY)).toBe(true);

@@ -98,16 +98,19 @@ describe('merge mode keeps the input faithfully', () => {
     );
   });
 
-  it('keeps a leading byte-order mark', async () => {
+  it('drops a leading byte-order mark from the output (JSON must not start with one), not from a dead letter', async () => {
     const processor = setup('    output: { field: labels }')(label);
     const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"text":"hi"}')]);
     const outcome = await processor.process({ ...record('{}'), value: bytes });
     expect(outcome.kind).toBe('output');
     if (outcome.kind !== 'output') return;
-    expect(outcome.record.value.subarray(0, 3)).toEqual(bytes.subarray(0, 3));
-    expect(outcome.record.value.subarray(3).toString()).toBe(
+    expect(outcome.record.value.toString('latin1')).toBe(
       '{"text":"hi","labels":[{"label":"ok","score":0.5}]}',
     );
+    const bad = Buffer.concat([bytes.subarray(0, 3), Buffer.from('{"text":')]);
+    const dead = await processor.process({ ...record('{}'), value: bad });
+    expect(dead.kind).toBe('dead');
+    if (dead.kind === 'dead') expect(dead.record.value.equals(bad)).toBe(true);
   });
 
   it('refuses to overwrite an existing output field unless output.overwrite is set', async () => {

@@ -135,8 +135,25 @@ function isRejection(err: unknown): boolean {
 }
 
 function rejected(err: unknown): OutputRejectedError {
-  const message = err instanceof Error ? err.message : String(err);
-  return new OutputRejectedError(`the Kafka broker refused the output: ${message}`, {
+  return new OutputRejectedError(`the Kafka broker refused the output: ${brokerAnswer(err)}`, {
     cause: err,
   });
+}
+
+/**
+ * The broker's own error in the chain, as "NAME (error code N): message", so that a dead letter
+ * says what the broker said, not the client's wrapper ("Producing messages failed"); the outer
+ * message where no protocol error is found.
+ */
+export function brokerAnswer(err: unknown): string {
+  for (const e of errorChain(err)) {
+    const fields = e as { type?: unknown; apiId?: unknown; code?: unknown; apiCode?: unknown };
+    const name = fields.type ?? fields.apiId;
+    if (typeof name !== 'string' || !REJECTIONS.has(name)) continue;
+    const code = typeof fields.apiCode === 'number' ? fields.apiCode : fields.code;
+    const server = (e as { serverErrorMessage?: unknown }).serverErrorMessage;
+    const detail = typeof server === 'string' && server !== '' ? ` (${server})` : '';
+    return `${name}${typeof code === 'number' ? ` (error code ${code})` : ''}: ${e.message}${detail}`;
+  }
+  return err instanceof Error ? err.message : String(err);
 }

@@ -76,3 +76,21 @@ describe('a route that feeds itself', () => {
     ).not.toThrow();
   });
 });
+
+describe('a broker string with credentials', () => {
+  it('is refused without echoing the password', () => {
+    const text = config(
+      `{ source: { type: kafka, topic: mails, groupId: g }, pipeline: embed, sink: { type: kafka, topic: out } }`,
+    ).replace("brokers: ['127.0.0.1:9092']", "brokers: ['alice:s3cret-pw@127.0.0.1:9092']");
+    let message = '';
+    try {
+      parseConfigText(text, {});
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as ConfigError).message;
+    }
+    expect(message).toContain('connections.kafka.brokers.0: a broker is host:port');
+    expect(message).toContain('connections.kafka.sasl');
+    expect(message).not.toContain('s3cret-pw');
+  });
+});
