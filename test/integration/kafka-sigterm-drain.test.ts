@@ -22,68 +22,69 @@ async function sum(offsets: Promise<Map<number, string>>): Promise<number> {
 }
 
 describe('SIGTERM, SIGHUP and a second SIGINT under load', () => {
-  it.each([['SIGTERM'], ['SIGHUP'], ['SIGINT', 'SIGINT']] as const)(
-    '%s (then %s): drains, exit 0, final commit, summary',
-    async (...signals) => {
-      const input = uniqueName('in');
-      const output = uniqueName('out');
-      const groupId = uniqueName('group');
-      await kit.createTopics([
-        { topic: input, partitions: PARTITIONS },
-        { topic: output, partitions: 1 },
-      ]);
-      const messages = corpusRecords(RECORDS).map((r, i) => ({
-        partition: i % PARTITIONS,
-        key: r.id,
-        value: JSON.stringify(r),
-      }));
-      for (let i = 0; i < messages.length; i += 200)
-        await kit.produce(input, messages.slice(i, i + 200));
-      const worker = startWorkerProcess({
-        ...kafkaRouteConfig({ brokers: kit.brokers, input, output, groupId }),
-        models: { cls: { path: MINILM } },
-        pipelines: { classify: { task: 'featureExtraction', model: 'cls' } },
-        shutdown: { timeoutMs: 10_000 },
+  it.each([
+    { name: 'SIGTERM', signals: ['SIGTERM'] as const },
+    { name: 'SIGHUP', signals: ['SIGHUP'] as const },
+    { name: 'SIGINT twice', signals: ['SIGINT', 'SIGINT'] as const },
+  ])('$name: drains, exit 0, final commit, summary', async ({ signals }) => {
+    const input = uniqueName('in');
+    const output = uniqueName('out');
+    const groupId = uniqueName('group');
+    await kit.createTopics([
+      { topic: input, partitions: PARTITIONS },
+      { topic: output, partitions: 1 },
+    ]);
+    const messages = corpusRecords(RECORDS).map((r, i) => ({
+      partition: i % PARTITIONS,
+      key: r.id,
+      value: JSON.stringify(r),
+    }));
+    for (let i = 0; i < messages.length; i += 200)
+      await kit.produce(input, messages.slice(i, i + 200));
+    const worker = startWorkerProcess({
+      ...kafkaRouteConfig({ brokers: kit.brokers, input, output, groupId }),
+      models: { cls: { path: MINILM } },
+      pipelines: { classify: { task: 'featureExtraction', model: 'cls' } },
+      shutdown: { timeoutMs: 10_000 },
+    });
+    try {
+      const before = await waitForProgress(() => sum(kit.endOffsets(output)), {
+        what: 'outputs before SIGTERM',
+        done: (n) => n >= 50,
+        stallMs: 60_000,
+        firstProgressMs: 120_000,
+        abort: worker.gone,
+        context: () => worker.output().slice(-3000),
       });
-      try {
-        const before = await waitForProgress(() => sum(kit.endOffsets(output)), {
-          what: 'outputs before SIGTERM',
-          done: (n) => n >= 50,
+      const [first, second] = signals;
+      worker.child.kill(first);
+      if (second !== undefined) {
+        // The second one comes during the drain, as an impatient operator's Ctrl-C would.
+        await waitForProgress(() => Number(worker.output().includes('"msg":"stopping"')), {
+          what: 'the drain to begin',
+          done: (n) => n === 1,
           stallMs: 60_000,
-          firstProgressMs: 120_000,
           abort: worker.gone,
-          context: () => worker.output().slice(-3000),
         });
-        const [first, second] = signals;
-        worker.child.kill(first);
-        if (second !== undefined) {
-          // The second one comes during the drain, as an impatient operator's Ctrl-C would.
-          await waitForProgress(() => Number(worker.output().includes('"msg":"stopping"')), {
-            what: 'the drain to begin',
-            done: (n) => n === 1,
-            stallMs: 60_000,
-            abort: worker.gone,
-          });
-          worker.child.kill(second);
-        }
-        const code = await worker.exited;
-        const log = worker.output();
-        expect(code, log.slice(-4000)).toBe(0);
-        expect(log).toContain(`"reason":"${first}"`);
-        if (second !== undefined) expect(log).toContain('stop signal during the drain');
-        expect(log).toMatch(/classify: \d+ records, \d+ written/);
-        // The final commit covers at least what was written before the signal, and never more
-        // than was written.
-        const committed = await sum(kit.committedOffsets(groupId, input));
-        const written = await sum(kit.endOffsets(output));
-        expect(committed).toBeGreaterThanOrEqual(before);
-        expect(committed).toBeLessThanOrEqual(written);
-        // Under this load most of the input was still queued: it was given up, not run.
-        expect(committed).toBeLessThan(RECORDS);
-      } finally {
-        if (worker.child.exitCode === null && worker.child.signalCode === null)
-          worker.child.kill('SIGKILL');
+        worker.child.kill(second);
       }
-    },
-  );
+      const code = await worker.exited;
+      const log = worker.output();
+      expect(code, log.slice(-4000)).toBe(0);
+      expect(log).toContain(`"reason":"${first}"`);
+      if (second !== undefined) expect(log).toContain('stop signal during the drain');
+      expect(log).toMatch(/classify: \d+ records, \d+ written/);
+      // The final commit covers at least what was written before the signal, and never more
+      // than was written.
+      const committed = await sum(kit.committedOffsets(groupId, input));
+      const written = await sum(kit.endOffsets(output));
+      expect(committed).toBeGreaterThanOrEqual(before);
+      expect(committed).toBeLessThanOrEqual(written);
+      // Under this load most of the input was still queued: it was given up, not run.
+      expect(committed).toBeLessThan(RECORDS);
+    } finally {
+      if (worker.child.exitCode === null && worker.child.signalCode === null)
+        worker.child.kill('SIGKILL');
+    }
+  });
 });
