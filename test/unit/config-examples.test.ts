@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../../src/config/load-config.ts';
+import { checkConnections } from '../../src/connectors/connection-checks.ts';
 import type { WorkerConfig } from '../../src/config/schema.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -19,7 +20,11 @@ const examples = await Promise.all(
     .filter((f) => f.endsWith('.yaml'))
     .map(async (file) => {
       try {
-        return { file, config: await loadConfigFile(join(CONFIG, file), {}) };
+        // What `validate-config` checks, in an empty environment (a fresh clone's): the
+        // connections' certificate and secret files too.
+        const config = await loadConfigFile(join(CONFIG, file), {});
+        checkConnections(config, {});
+        return { file, config };
       } catch (error) {
         return { file, error };
       }
