@@ -2,19 +2,13 @@
 // The hugot-stream command line. Only commander is loaded up front: each command imports what it
 // needs when it runs, so that --help and --version answer at once instead of after the worker's
 // whole module graph (ONNX Runtime, the pipelines, the broker clients) has loaded.
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { packageVersion } from '../version.ts';
 
 const DEFAULT_MODEL_ROOTS = ['models', 'test/fixtures/models', '.cache/models'];
 
 /** Usage errors exit with the code the docs give bad configuration (operations.md). */
 export const USAGE_EXIT_CODE = 2;
-
-/** The package's version, from its package.json beside src/. */
-export function packageVersion(): string {
-  const path = new URL('../../package.json', import.meta.url);
-  return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
-}
 
 export interface CliOutput {
   /** What a command prints: results, --help, --version. */

@@ -8,7 +8,8 @@ const tracingSchema = z
   .object({
     /** OTLP over HTTP, e.g. http://otel-collector:4318/v1/traces; absent = no tracing. */
     endpoint: z.url().optional(),
-    serviceName: z.string().min(1).default('hugot-stream'),
+    /** The traces' service.name when it must differ from telemetry.serviceName. */
+    serviceName: z.string().min(1).optional(),
     /** Share of traces started here that are kept (a record with a sampled parent follows it). */
     sampleRatio: z.number().min(0).max(1).default(1),
   })
@@ -27,8 +28,13 @@ export const telemetrySchema = z
   .object({
     /** Master switch: false turns metrics, health endpoints, tracing and stats lines off. */
     enabled: z.boolean().default(true),
+    /** The OpenTelemetry resource of metrics and traces: service.name and service.version. */
+    serviceName: z.string().min(1).default('hugot-stream'),
+    /** By default the package's version. */
+    serviceVersion: z.string().min(1).optional(),
     /** Serves /metrics, /livez and /readyz; absent = no server (and no metrics recorded). */
     port: z.number().int().min(0).max(65_535).optional(),
+    /** The address the server binds: 127.0.0.1 keeps it to the host, 0.0.0.0 is every interface. */
     host: z.string().min(1).default('0.0.0.0'),
     /** false keeps only /livez and /readyz on the port. */
     metrics: z.boolean().default(true),

@@ -10,6 +10,8 @@ import { HealthState } from './health.ts';
 import type { RecordTracing } from './record-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import type { TelemetryConfig } from '../config/telemetry-options.ts';
+import { startRuntimeMetrics, type RuntimeMetrics } from './runtime-metrics.ts';
+import { serviceResource } from './service-resource.ts';
 import { startTracing, type TracingHandle } from './tracing-sdk.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
 import { WorkerTelemetry } from './worker-telemetry.ts';
@@ -22,6 +24,7 @@ export class Telemetry {
   private readonly server: TelemetryServer | undefined;
   private readonly meterProvider: MeterProvider | undefined;
   private readonly tracingHandle: TracingHandle | undefined;
+  private readonly runtimeMetrics: RuntimeMetrics | undefined;
 
   private constructor(parts: {
     config: TelemetryConfig;
@@ -30,6 +33,7 @@ export class Telemetry {
     server?: TelemetryServer;
     meterProvider?: MeterProvider;
     tracing?: TracingHandle;
+    runtimeMetrics?: RuntimeMetrics;
   }) {
     this.config = parts.config;
     this.health = parts.health;
@@ -38,6 +42,7 @@ export class Telemetry {
     this.meterProvider = parts.meterProvider;
     this.tracingHandle = parts.tracing;
     this.tracing = parts.tracing?.tracing;
+    this.runtimeMetrics = parts.runtimeMetrics;
   }
 
   static async start(config: TelemetryConfig, logger: Logger): Promise<Telemetry> {
@@ -46,12 +51,18 @@ export class Telemetry {
     let metrics: WorkerMetrics | undefined;
     let meterProvider: MeterProvider | undefined;
     let server: TelemetryServer | undefined;
+    let runtimeMetrics: RuntimeMetrics | undefined;
     if (config.port !== undefined) {
       let exporter: PrometheusExporter | undefined;
       if (config.metrics) {
         exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
-        meterProvider = new MeterProvider({ readers: [exporter] });
-        metrics = new WorkerMetrics(meterProvider.getMeter('hugot-stream'));
+        meterProvider = new MeterProvider({
+          resource: serviceResource(config),
+          readers: [exporter],
+        });
+        const meter = meterProvider.getMeter('hugot-stream');
+        metrics = new WorkerMetrics(meter);
+        runtimeMetrics = startRuntimeMetrics(meterProvider, meter, config.serviceVersion);
       }
       server = await TelemetryServer.start({
         host: config.host,
@@ -68,7 +79,12 @@ export class Telemetry {
     }
     const endpoint = config.tracing.endpoint;
     const tracing =
-      endpoint !== undefined ? startTracing({ ...config.tracing, endpoint }) : undefined;
+      endpoint !== undefined
+        ? startTracing(
+            { ...config.tracing, endpoint },
+            serviceResource(config, config.tracing.serviceName ?? config.serviceName),
+          )
+        : undefined;
     return new Telemetry({
       config,
       health,
@@ -76,6 +92,7 @@ export class Telemetry {
       ...(server !== undefined ? { server } : {}),
       ...(meterProvider !== undefined ? { meterProvider } : {}),
       ...(tracing !== undefined ? { tracing } : {}),
+      ...(runtimeMetrics !== undefined ? { runtimeMetrics } : {}),
     });
   }
 
@@ -98,6 +115,7 @@ export class Telemetry {
   /** Flushes spans, stops the server last (probes and a final scrape see the drained state). */
   async close(): Promise<void> {
     this.health.close();
+    this.runtimeMetrics?.stop();
     await this.tracingHandle?.shutdown().catch(() => undefined);
     await this.meterProvider?.shutdown().catch(() => undefined);
     await this.server?.close();

@@ -12,6 +12,7 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace';
 import { RecordTracing } from './record-tracing.ts';
+import type { Resource } from '@opentelemetry/resources';
 import type { TelemetryConfig } from '../config/telemetry-options.ts';
 
 export interface TracingHandle {
@@ -22,10 +23,11 @@ export interface TracingHandle {
 
 export function startTracing(
   config: TelemetryConfig['tracing'] & { endpoint: string },
+  resource: Resource,
 ): TracingHandle {
   const propagator = new W3CTraceContextPropagator();
   const sdk = new NodeSDK({
-    serviceName: config.serviceName,
+    resource,
     autoDetectResources: false,
     instrumentations: [],
     textMapPropagator: propagator,

@@ -156,7 +156,7 @@ export class WorkerMetrics {
         }
       });
     meter
-      .createObservableGauge('hugot_padding_efficiency', {
+      .createObservableGauge('hugot_padding_efficiency_ratio', {
         description: 'Real tokens / padded tokens over every batch so far (1 = no padding)',
       })
       .addCallback((result) => {

@@ -7,6 +7,7 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
 import type { RouteCounters } from '../../src/route/route-runner.ts';
+import { packageVersion } from '../../src/version.ts';
 import { Telemetry } from '../../src/telemetry/telemetry.ts';
 import { telemetrySchema } from '../../src/config/telemetry-options.ts';
 import { WorkerMetrics } from '../../src/telemetry/worker-metrics.ts';
@@ -107,7 +108,7 @@ describe('WorkerMetrics', () => {
     expect(value(points, 'hugot_queue_depth', { pipeline: 'embed' })).toBe(7);
     expect(value(points, 'hugot_queue_depth', { pipeline: 'classify' })).toBe(0);
     expect(value(points, 'hugot_queue_depth', { pipeline: 'chat' })).toBe(4);
-    expect(value(points, 'hugot_padding_efficiency')).toBeCloseTo(0.75, 6);
+    expect(value(points, 'hugot_padding_efficiency_ratio')).toBeCloseTo(0.75, 6);
     expect(value(points, 'hugot_worker_thread_crashes')).toBe(2);
     expect(value(points, 'hugot_generation_active_sequences', { pipeline: 'chat' })).toBe(3);
     expect(value(points, 'hugot_generation_kv_reserved_tokens', { pipeline: 'chat' })).toBe(900);
@@ -193,6 +194,27 @@ describe('Telemetry server', () => {
     telemetry.health.warmed();
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     expect((await fetch(`${base}/nothing`)).status).toBe(404);
+  });
+
+  it('names the service, says its build, and exports process and runtime metrics', async () => {
+    telemetry = await Telemetry.start(
+      telemetrySchema.parse({ port: 0, host: '127.0.0.1', serviceName: 'mail-enricher' }),
+      silentLogger,
+    );
+    const text = await (await fetch(`http://127.0.0.1:${telemetry.port}/metrics`)).text();
+    expect(text).toMatch(/target_info\{[^}]*service_name="mail-enricher"/);
+    expect(text).toMatch(new RegExp(`target_info\\{[^}]*service_version="${packageVersion()}"`));
+    expect(text).not.toContain('unknown_service');
+    expect(text).toMatch(
+      new RegExp(
+        `hugot_build_info\\{version="${packageVersion()}",node="${process.versions.node}"\\} 1`,
+      ),
+    );
+    // From the maintained collectors, not hand-made: the process' memory and CPU, Node's heap.
+    expect(text).toMatch(/^process_memory_usage \d+/m);
+    expect(text).toMatch(/^process_cpu_time_total\{process_cpu_state="user"\} /m);
+    expect(text).toMatch(/^nodejs_eventloop_utilization /m);
+    expect(text).toMatch(/^v8js_memory_heap_space_size\{/m);
   });
 
   it('with enabled: false starts no server and records nothing', async () => {
