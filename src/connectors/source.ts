@@ -29,9 +29,15 @@ export interface SourceDeps {
 export type SourceEvent = 'commit-failed' | 'rebalance';
 
 /** Records a source's broker holds that this route has not processed yet, per partition. */
+/**
+ * What a lag sample is of, in the labels of the source's own kind: Kafka `topic` and `partition`,
+ * BullMQ `queue`, Redis Streams `stream` and `group`.
+ */
+export type LagLabels =
+  { topic: string; partition: string } | { queue: string } | { stream: string; group: string };
+
 export interface LagSample {
-  /** A Kafka partition number; the queue or stream name elsewhere. */
-  partition: string;
+  of: LagLabels;
   lag: number;
 }
 

@@ -5,6 +5,7 @@
 // metric costs nothing between scrapes.
 import type { Attributes, Meter, ObservableResult } from '@opentelemetry/api';
 import type { RouteCounters } from '../route/route-runner.ts';
+import type { LagLabels, LagSample } from '../connectors/source.ts';
 
 /** One finished inference batch (the engine's onBatch). */
 export interface BatchSample {
@@ -58,7 +59,7 @@ export class WorkerMetrics {
   private readonly ttft;
   private readonly generatedTokens;
   private readonly paused = new Map<string, number>();
-  private readonly lag = new Map<string, { route: string; partition: string; value: number }>();
+  private readonly lag = new Map<string, { route: string; of: LagLabels; value: number }>();
   private routes: () => Record<string, RouteCounters> = () => ({});
   private engine: EngineView | undefined;
   private readonly generative = new Map<string, GenerativeView>();
@@ -128,10 +129,10 @@ export class WorkerMetrics {
   }
 
   /** Replaces a route's lag samples (partitions no longer assigned disappear). */
-  consumerLag(route: string, partitions: readonly { partition: string; lag: number }[]): void {
+  consumerLag(route: string, samples: readonly LagSample[]): void {
     for (const [key, sample] of this.lag) if (sample.route === route) this.lag.delete(key);
-    for (const { partition, lag } of partitions)
-      this.lag.set(`${route}\u0000${partition}`, { route, partition, value: lag });
+    for (const { of, lag } of samples)
+      this.lag.set(`${route}\u0000${JSON.stringify(of)}`, { route, of, value: lag });
   }
 
   firstToken(pipeline: string, seconds: number): void {
@@ -194,8 +195,8 @@ export class WorkerMetrics {
           'Records not yet processed: Kafka high watermark - committed offset per partition, BullMQ waiting jobs, Redis Streams group lag',
       })
       .addCallback((result) => {
-        for (const { route, partition, value } of this.lag.values())
-          result.observe(value, { route, partition });
+        for (const { route, of, value } of this.lag.values())
+          result.observe(value, { route, ...of });
       });
     const generative = (
       result: ObservableResult<Attributes>,

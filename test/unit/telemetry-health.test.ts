@@ -104,7 +104,10 @@ describe('LagMonitor', () => {
     let fail = true;
     const monitor = new LagMonitor({
       sources: [
-        { route: 'a', lag: () => Promise.resolve([{ partition: '0', lag: 4 }]) },
+        {
+          route: 'a',
+          lag: () => Promise.resolve([{ of: { topic: 't', partition: '0' }, lag: 4 }]),
+        },
         {
           route: 'b',
           lag: () => (fail ? Promise.reject(new Error('down')) : Promise.resolve([])),

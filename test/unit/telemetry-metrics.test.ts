@@ -137,23 +137,25 @@ describe('WorkerMetrics', () => {
     expect(value(points, 'hugot_source_paused', { route: 'b' })).toBe(0);
   });
 
-  it('keeps the latest lag samples per route; a partition no longer reported disappears', async () => {
+  it('keeps the latest lag samples per route, labelled by their source kind; a partition no longer reported disappears', async () => {
     const { metrics, reader } = setup();
     metrics.consumerLag('a', [
-      { partition: '0', lag: 5 },
-      { partition: '1', lag: 7 },
+      { of: { topic: 'mails', partition: '0' }, lag: 5 },
+      { of: { topic: 'mails', partition: '1' }, lag: 7 },
     ]);
-    metrics.consumerLag('b', [{ partition: 'jobs', lag: 3 }]);
-    metrics.consumerLag('a', [{ partition: '1', lag: 0 }]);
+    metrics.consumerLag('b', [{ of: { queue: 'jobs' }, lag: 3 }]);
+    metrics.consumerLag('c', [{ of: { stream: 'docs', group: 'g' }, lag: 2 }]);
+    metrics.consumerLag('a', [{ of: { topic: 'mails', partition: '1' }, lag: 0 }]);
     const points = await collect(reader);
     const lag = points.get('hugot_consumer_lag') ?? [];
-    expect(lag.map((p) => [p.attributes['route'], p.attributes['partition'], p.value])).toEqual(
+    expect(lag.map((p) => [p.attributes, p.value])).toEqual(
       expect.arrayContaining([
-        ['a', '1', 0],
-        ['b', 'jobs', 3],
+        [{ route: 'a', topic: 'mails', partition: '1' }, 0],
+        [{ route: 'b', queue: 'jobs' }, 3],
+        [{ route: 'c', stream: 'docs', group: 'g' }, 2],
       ]),
     );
-    expect(lag).toHaveLength(2);
+    expect(lag).toHaveLength(3);
   });
 
   it('records time to first token and generated tokens', async () => {

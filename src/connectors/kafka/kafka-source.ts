@@ -134,7 +134,10 @@ export class KafkaSource implements Source {
   /** Per partition: high watermark minus the group's committed offset, asked of the brokers. */
   async lag(): Promise<LagSample[]> {
     const lag = (await this.consumer.lag?.(this.options.topic)) ?? [];
-    return lag.map(({ partition, lag: behind }) => ({ partition: String(partition), lag: behind }));
+    return lag.map(({ partition, lag: behind }) => ({
+      of: { topic: this.options.topic, partition: String(partition) },
+      lag: behind,
+    }));
   }
 
   /**

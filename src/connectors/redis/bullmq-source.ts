@@ -116,7 +116,7 @@ export class BullmqSource implements Source {
   async lag(): Promise<LagSample[]> {
     if (this.connection === undefined || this.stopping) return [];
     this.queue ??= new Queue(this.options.queue, { connection: this.connection });
-    return [{ partition: this.options.queue, lag: await this.queue.getWaitingCount() }];
+    return [{ of: { queue: this.options.queue }, lag: await this.queue.getWaitingCount() }];
   }
 
   private async process(job: Job): Promise<unknown> {

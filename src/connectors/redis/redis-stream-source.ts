@@ -129,7 +129,12 @@ export class RedisStreamSource implements Source {
       if (info.get('name') !== this.options.group) continue;
       // lag is null when Redis cannot tell (entries deleted from the middle of the stream).
       const behind = Number(info.get('lag') ?? 0) + Number(info.get('pending') ?? 0);
-      return [{ partition: this.options.stream, lag: Number.isFinite(behind) ? behind : 0 }];
+      return [
+        {
+          of: { stream: this.options.stream, group: this.options.group },
+          lag: Number.isFinite(behind) ? behind : 0,
+        },
+      ];
     }
     return [];
   }
