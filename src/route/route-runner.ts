@@ -9,6 +9,7 @@ import { ClosedError, OutputRejectedError, SinkError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { recordBytes, type Sink } from './sink.ts';
 import { deadLetter, fitDeadLetter } from './dead-letter.ts';
+import { DeadLetterLog } from './dead-letter-log.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
 import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';
 
@@ -38,10 +39,12 @@ export class RouteRunner {
   readonly name: string;
   readonly counters: RouteCounters = { received: 0, written: 0, deadLettered: 0, retried: 0 };
   private readonly options: RouteRunnerOptions;
+  private readonly deadLetters: DeadLetterLog;
 
   constructor(options: RouteRunnerOptions) {
     this.name = options.name;
     this.options = options;
+    this.deadLetters = new DeadLetterLog({ logger: options.logger, route: options.name });
   }
 
   /** Processes without writing: for sources that must order writes themselves (Kafka). */
@@ -124,9 +127,14 @@ export class RouteRunner {
         ...refusal,
       };
     }
-    if (this.options.dlq !== undefined)
+    if (this.options.dlq !== undefined) {
       await this.options.dlq.write(fitDeadLetter(outcome.record, this.options.dlq.maxRecordBytes));
-    else {
+      this.deadLetters.note({
+        code: outcome.code,
+        message: outcome.message,
+        origin: describeOrigin(outcome.record.origin),
+      });
+    } else {
       // Without a DLQ the log is all that is left of the refused record; its bytes (which may
       // hold personal data) go there only when the operator opted in.
       this.options.logger.error(
