@@ -7,6 +7,11 @@ import { InputError } from '../errors.ts';
 import { findTask } from '../pipelines/registry.ts';
 import type { InputCheck } from '../pipelines/task-definition.ts';
 
+/** A text or list over its limit: the record's shape is right, it is only too large. */
+export class OverLimitError extends InputError {
+  override name = 'OverLimitError';
+}
+
 export interface ShapeLimits {
   maxTextLength: number;
   maxListItems: number;
@@ -30,7 +35,7 @@ export function checkInputShape(
     },
     text(text, at = field) {
       if (text.length > limits.maxTextLength) {
-        throw new InputError(
+        throw new OverLimitError(
           `${at} is ${text.length} characters, over limits.maxTextLength (${limits.maxTextLength})`,
           { field: at },
         );
@@ -38,7 +43,7 @@ export function checkInputShape(
     },
     list(list, at) {
       if (list.length > limits.maxListItems) {
-        throw new InputError(
+        throw new OverLimitError(
           `${at} has ${list.length} items, over limits.maxListItems (${limits.maxListItems})`,
           { field: at },
         );

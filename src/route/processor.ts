@@ -12,7 +12,7 @@ import { checkGenerationOutput, GENERATION_TASK } from './generation-output.ts';
 import { getPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
-import { checkInputShape } from './input-shape.ts';
+import { OverLimitError, checkInputShape } from './input-shape.ts';
 import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
@@ -32,6 +32,11 @@ export interface SubmitContext {
 export type Submit = (pipeline: string, input: unknown, context: SubmitContext) => Promise<unknown>;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** TOO_LARGE for a text or list over its limit, WRONG_TYPE for a shape the task does not take. */
+function shapeRefusalCode(err: unknown): 'TOO_LARGE' | 'WRONG_TYPE' {
+  return err instanceof OverLimitError ? 'TOO_LARGE' : 'WRONG_TYPE';
+}
 
 /** A refusal found while handling a record: becomes its dead letter (never leaves process()). */
 class Refusal extends Error {
@@ -170,7 +175,7 @@ export class RecordProcessor {
       try {
         checkInputShape(this.task, input, label, limits);
       } catch (err) {
-        throw new Refusal('validate', 'WRONG_TYPE', messageOf(err));
+        throw new Refusal('validate', shapeRefusalCode(err), messageOf(err));
       }
     }
     this.checkGenerationOptions(parsed);
@@ -227,7 +232,7 @@ export class RecordProcessor {
     try {
       checkInputShape(this.task, input, label, this.limits);
     } catch (err) {
-      throw new Refusal('validate', 'WRONG_TYPE', messageOf(err));
+      throw new Refusal('validate', shapeRefusalCode(err), messageOf(err));
     }
     const record = input as Record<string, unknown>;
     const at = field === '$' ? "'image'" : `'${field}.image'`;
@@ -250,14 +255,14 @@ export class RecordProcessor {
     if (stops.length > this.limits.maxStopSequences)
       throw new Refusal(
         'validate',
-        'LIMIT_EXCEEDED',
+        'TOO_LARGE',
         `${at} has ${stops.length} stop sequences, over limits.maxStopSequences (${this.limits.maxStopSequences})`,
       );
     for (const stop of stops)
       if (typeof stop === 'string' && stop.length > this.limits.maxTextLength)
         throw new Refusal(
           'validate',
-          'LIMIT_EXCEEDED',
+          'TOO_LARGE',
           `a stop sequence in ${at} is ${stop.length} characters, over limits.maxTextLength (${this.limits.maxTextLength})`,
         );
   }

@@ -38,7 +38,7 @@ describe('BullMQ dead letters (real Redis)', () => {
     const bad: [code: string, data: unknown, says: string][] = [
       ['FIELD_MISSING', { id: 'no-text', body: 'hello' }, "no 'text' field"],
       ['WRONG_TYPE', { id: 'number', text: 42 }, 'number'],
-      ['WRONG_TYPE', { id: 'long', text: 'y'.repeat(12_000) }, 'limits.maxTextLength'],
+      ['TOO_LARGE', { id: 'long', text: 'y'.repeat(12_000) }, 'limits.maxTextLength'],
       ['RECORD_TOO_LARGE', { id: 'big', text: 'x'.repeat(20_000) }, 'limits.maxRecordBytes'],
     ];
     const good = corpusRecords(300);

@@ -91,7 +91,7 @@ describe('record processor', () => {
       'a text over the length limit',
       JSON.stringify({ payload: { text: 'x'.repeat(60) } }),
       'validate',
-      'WRONG_TYPE',
+      'TOO_LARGE',
     ],
   ];
   for (const [what, value, stage, code] of cases) {

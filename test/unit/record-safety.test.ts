@@ -183,7 +183,7 @@ describe('limits on every text-bearing field', () => {
     });
     const source = record(JSON.stringify({ text: input }));
     const outcome = await processor.process(source);
-    expectDead(outcome, 'validate', 'WRONG_TYPE', source);
+    expectDead(outcome, 'validate', 'TOO_LARGE', source);
     if (outcome.kind === 'dead') expect(outcome.message).toContain(says);
     expect(called).toBe(false);
   });
@@ -212,11 +212,11 @@ routes:
     const many = record(
       JSON.stringify({ prompt: 'p', options: { stopSequences: ['a', 'b', 'c'] } }),
     );
-    expectDead(await processor.process(many), 'validate', 'LIMIT_EXCEEDED', many);
+    expectDead(await processor.process(many), 'validate', 'TOO_LARGE', many);
     const long = record(
       JSON.stringify({ prompt: 'p', options: { stopSequences: ['s'.repeat(11)] } }),
     );
-    expectDead(await processor.process(long), 'validate', 'LIMIT_EXCEEDED', long);
+    expectDead(await processor.process(long), 'validate', 'TOO_LARGE', long);
   });
 });
 
