@@ -29,8 +29,7 @@ export const REDACT_PATHS = [
   '*.options.password',
 ];
 
-export const LOG_FORMATS = ['json', 'pretty'] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
+export type LogFormat = 'json' | 'pretty';
 
 /** HUGOT_LOG_FORMAT when it names a format; otherwise pretty on a terminal, JSON off one. */
 export function logFormat(

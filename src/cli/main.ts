@@ -10,14 +10,10 @@ const DEFAULT_MODEL_ROOTS = ['models', 'test/fixtures/models', '.cache/models'];
 /** Usage errors exit with the code the docs give bad configuration (operations.md). */
 export const USAGE_EXIT_CODE = 2;
 
-export interface CliOutput {
-  /** What a command prints: results, --help, --version. */
-  out: (text: string) => void;
-  /** Usage errors and the help that follows them. */
-  err: (text: string) => void;
-}
+type Write = (text: string) => void;
 
-export function buildCli(out: CliOutput['out'], err: CliOutput['err'] = out): Command {
+/** `out` takes what a command prints (results, --help, --version); `err` usage errors and their help. */
+export function buildCli(out: Write, err: Write = out): Command {
   const program = new Command('hugot-stream')
     .description(
       'Run Hugging Face transformer pipelines (ONNX) over Kafka, BullMQ, Redis Streams and JSONL files.',

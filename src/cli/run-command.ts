@@ -24,16 +24,10 @@ export async function runWorker(
   // SIGHUP (the terminal went away) drains too. A second signal during the drain gives up the
   // queued records at once, but the running batches are still written and what was written is
   // committed before the exit: Node's default action there would lose that final commit.
-  let signalled: string | undefined;
-  let hurry: (signal: string) => void = () => undefined;
+  let duringDrain: ((signal: string) => void) | undefined = undefined;
   const stopSignal = new Promise<string>((resolve) => {
     for (const signal of STOP_SIGNALS)
-      process.on(signal, () => {
-        if (signalled === undefined) {
-          signalled = signal;
-          resolve(signal);
-        } else hurry(signal);
-      });
+      process.on(signal, () => (duringDrain === undefined ? resolve(signal) : duringDrain(signal)));
   });
   // Before the models load, so /livez answers and /readyz says why it is not ready yet.
   const telemetry = await Telemetry.start(config.telemetry, logger);
@@ -85,9 +79,9 @@ export async function runWorker(
   stopStats();
   logger.info({ reason, timeoutMs: config.shutdown.timeoutMs }, 'stopping');
   let hurried = false;
-  hurry = (signal) => {
+  duringDrain = (signal) => {
     logger.warn(
-      { signal, first: signalled },
+      { signal },
       hurried
         ? 'already stopping as fast as is safe; the running batches are written and committed first'
         : 'stop signal during the drain: giving up queued records now (not acknowledged; they will be delivered again); exiting once the running batches are written and committed',
@@ -95,8 +89,6 @@ export async function runWorker(
     if (!hurried) worker.giveUpQueued();
     hurried = true;
   };
-  // A signal that came while a finite input was ending, or before the race above was decided.
-  signalled ??= 'none';
   let exitCode = 0;
   try {
     await worker.stop(config.shutdown.timeoutMs);

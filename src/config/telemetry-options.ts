@@ -3,6 +3,7 @@
 // `tracing.endpoint` no span is made, and `enabled: false` turns all of it off at once (what a
 // telemetry-on versus telemetry-off benchmark flips: HUGOT__telemetry__enabled=false).
 import { z } from 'zod';
+import { packageVersion } from '../version.ts';
 
 const tracingSchema = z
   .object({
@@ -31,7 +32,10 @@ export const telemetrySchema = z
     /** The OpenTelemetry resource of metrics and traces: service.name and service.version. */
     serviceName: z.string().min(1).default('hugot-stream'),
     /** By default the package's version. */
-    serviceVersion: z.string().min(1).optional(),
+    serviceVersion: z
+      .string()
+      .min(1)
+      .default(() => packageVersion()),
     /** Serves /metrics, /livez and /readyz; absent = no server (and no metrics recorded). */
     port: z.number().int().min(0).max(65_535).optional(),
     /** The address the server binds: 127.0.0.1 keeps it to the host, 0.0.0.0 is every interface. */

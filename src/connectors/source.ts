@@ -28,7 +28,6 @@ export interface SourceDeps {
 
 export type SourceEvent = 'commit-failed' | 'rebalance';
 
-/** Records a source's broker holds that this route has not processed yet, per partition. */
 /**
  * What a lag sample is of, in the labels of the source's own kind: Kafka `topic` and `partition`,
  * BullMQ `queue`, Redis Streams `stream` and `group`.
@@ -36,6 +35,7 @@ export type SourceEvent = 'commit-failed' | 'rebalance';
 export type LagLabels =
   { topic: string; partition: string } | { queue: string } | { stream: string; group: string };
 
+/** Records a source's broker holds that this route has not processed yet, per partition. */
 export interface LagSample {
   of: LagLabels;
   lag: number;

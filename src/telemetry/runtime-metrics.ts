@@ -5,7 +5,6 @@
 import type { Meter, MeterProvider } from '@opentelemetry/api';
 import { HostMetrics } from '@opentelemetry/host-metrics';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
-import { packageVersion } from '../version.ts';
 
 export interface RuntimeMetrics {
   stop(): void;
@@ -14,7 +13,7 @@ export interface RuntimeMetrics {
 export function startRuntimeMetrics(
   meterProvider: MeterProvider,
   meter: Meter,
-  serviceVersion = packageVersion(),
+  serviceVersion: string,
 ): RuntimeMetrics {
   // Only the process' own groups: the host's disks and network are a node exporter's job.
   new HostMetrics({
