@@ -6,6 +6,7 @@ import { StreamWorker } from '../worker/stream-worker.ts';
 import type { RouteCounters } from '../route/route-runner.ts';
 import { startStatsLine } from '../telemetry/stats-line.ts';
 import { Telemetry } from '../telemetry/telemetry.ts';
+import { showProgress } from './progress-bar.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
@@ -124,30 +125,6 @@ export async function runWorker(
   }, 2000);
   exitAnyway.unref();
   return exitCode;
-}
-
-/** A one-line progress display on a terminal; nothing when standard error is a file or a pipe. */
-function showProgress(counters: () => Record<string, RouteCounters>): () => void {
-  if (process.stderr.isTTY !== true) return () => undefined;
-  const started = performance.now();
-  const timer = setInterval(() => {
-    const totals = Object.values(counters()).reduce(
-      (sum, c) => ({
-        done: sum.done + c.written + c.deadLettered,
-        dead: sum.dead + c.deadLettered,
-      }),
-      { done: 0, dead: 0 },
-    );
-    const rate = totals.done / Math.max((performance.now() - started) / 1000, 1e-3);
-    process.stderr.write(
-      `\r${totals.done} records done (${totals.dead} dead-lettered), ${rate.toFixed(1)}/s   `,
-    );
-  }, 250);
-  timer.unref();
-  return () => {
-    clearInterval(timer);
-    process.stderr.write('\r\x1b[K');
-  };
 }
 
 function summary(counters: Record<string, RouteCounters>, elapsedMs: number): string {

@@ -52,6 +52,8 @@ export interface Source {
   readonly finished: Promise<void> | undefined;
   /** Stops taking records, lets those in flight finish, acknowledges what was written, disconnects. */
   stop(): Promise<void>;
+  /** Finite sources: the records they will hand over in all, once known (a file is counted). */
+  total?(): number | undefined;
   /** Asks the broker how far behind the route is (metrics); absent for sources without lag. */
   lag?(): Promise<LagSample[]>;
 }

@@ -16,7 +16,8 @@ import { createSink } from '../connectors/create-sink.ts';
 import type { Sink } from '../route/sink.ts';
 import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
-import type { RouteCounters, RouteRunner } from '../route/route-runner.ts';
+import type { RouteRunner } from '../route/route-runner.ts';
+import type { RouteProgress } from '../telemetry/progress.ts';
 import { StreamedGeneration } from '../route/streamed-generation.ts';
 import { HealthState } from '../telemetry/health.ts';
 import { WorkerTelemetry } from '../telemetry/worker-telemetry.ts';
@@ -111,11 +112,11 @@ export class StreamWorker {
       for (const [i, route] of config.routes.entries()) {
         const name = route.name ?? `route-${i}`;
         const routeLogger = childLogger(logger, { route: name });
-        const sink = createSink(route.sink, { config, logger, deadLetters: false });
+        const sink = createSink(route.sink, { config, logger: routeLogger, deadLetters: false });
         const dlq =
           route.dlq === undefined
             ? undefined
-            : createSink(route.dlq, { config, logger, deadLetters: true });
+            : createSink(route.dlq, { config, logger: routeLogger, deadLetters: true });
         for (const s of [sink, dlq]) if (s !== undefined) sinks.push(s);
         const task = config.pipelines[route.pipeline]?.task ?? '';
         const generation = generative.get(route.pipeline);
@@ -211,8 +212,14 @@ export class StreamWorker {
     return Promise.all(finite).then(() => undefined);
   }
 
-  counters(): Record<string, RouteCounters> {
-    return Object.fromEntries(this.runners.map((r) => [r.name, { ...r.counters }]));
+  /** Each route's counters, with its source's total where the source knows one (a file). */
+  counters(): Record<string, RouteProgress> {
+    return Object.fromEntries(
+      this.runners.map((r, i) => {
+        const total = this.sources[i]?.total?.();
+        return [r.name, { ...r.counters, ...(total !== undefined ? { total } : {}) }];
+      }),
+    );
   }
 
   /** Drains within `timeoutMs`; rejects if it could not (what was unfinished was not acknowledged). */

@@ -153,6 +153,29 @@ describe('stats line', () => {
       },
     });
   });
+
+  it('adds the percentage and the seconds left for a route whose source knows its total', () => {
+    const { logger, lines } = recording();
+    let now = 0;
+    const counters = {
+      file: { received: 30, written: 20, deadLettered: 5, retried: 0, total: 100 },
+      topic: { received: 4, written: 4, deadLettered: 0, retried: 0 },
+    };
+    const line = statsLine({
+      intervalMs: 1000,
+      logger,
+      counters: () => counters,
+      readiness: () => ({ ok: true, reasons: [] }),
+      now: () => now,
+    });
+    now = 5000;
+    line();
+    const { routes } = (lines[0]?.fields as { stats: { routes: Record<string, object> } }).stats;
+    // 25 of 100 done in 5 s: 5/s, 75 left, 15 s.
+    expect(routes['file']).toMatchObject({ total: 100, percent: 25, etaSeconds: 15, perSecond: 5 });
+    expect(routes['topic']).not.toHaveProperty('percent');
+    expect(routes['topic']).not.toHaveProperty('etaSeconds');
+  });
 });
 
 describe('metered generation', () => {

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { InOrderWriter } from '../../route/in-order.ts';
 import type { SourceRecord } from '../../route/record.ts';
 import type { Source, SourceDeps } from '../source.ts';
+import { countRecordLines, isBlankLine } from './record-lines.ts';
 
 const MAX_IN_FLIGHT = 4096;
 
@@ -22,6 +23,7 @@ export class FileSource implements Source {
   private readonly allDone: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   private reading = true;
   private readonly settledWaiters = new Set<() => void>();
+  private counted: number | undefined;
 
   constructor(path: string, deps: SourceDeps) {
     this.path = path;
@@ -32,6 +34,12 @@ export class FileSource implements Source {
   start(): Promise<void> {
     const input: Readable = this.path === '-' ? process.stdin : createReadStream(this.path);
     this.input = input;
+    // A second, streamed pass gives the run its total; standard input can be read only once.
+    if (this.path !== '-')
+      countRecordLines(this.path).then(
+        (records) => (this.counted = records),
+        () => undefined, // the reading pass reports an unreadable file
+      );
     this.deps.onPressure((pressure) => {
       this.pressured = pressure === 'pause';
       this.updateFlow();
@@ -54,6 +62,10 @@ export class FileSource implements Source {
     return Promise.resolve();
   }
 
+  total(): number | undefined {
+    return this.counted;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.input?.pause();
@@ -67,7 +79,7 @@ export class FileSource implements Source {
   private accept(raw: Buffer): void {
     this.line += 1;
     const bytes = raw.at(-1) === 0x0d ? raw.subarray(0, -1) : raw;
-    if (this.stopped || bytes.toString('utf8').trim() === '') return;
+    if (this.stopped || isBlankLine(bytes)) return;
     const record: SourceRecord = {
       value: Buffer.from(bytes),
       key: null,
