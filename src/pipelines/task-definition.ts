@@ -54,6 +54,11 @@ export interface TaskDefinition {
   readonly cost: (input: unknown, meter: CostMeter) => Promise<InputCost>;
   /** Where the pipeline truncates below the tokenizer's limit, by its options. */
   readonly truncatesAt?: (options: Record<string, unknown>) => number | undefined;
+  /**
+   * The pipeline truncates its one text at a token cap with these options, so a route may cut a
+   * text over limits.maxTextLength at a word instead of refusing it (src/route/long-text.ts).
+   */
+  readonly cutsLongText?: (options: Record<string, unknown>) => boolean;
   /** Options the model folder settles that the pricing must see (featureExtraction's max_seq_length). */
   readonly costOptions?: (
     declared: Record<string, unknown>,

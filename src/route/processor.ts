@@ -13,12 +13,20 @@ import { getPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { OverLimitError, checkInputShape } from './input-shape.ts';
+import { cutLongText, type TextCut } from './long-text.ts';
 import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
 export type Outcome =
-  | { kind: 'output'; record: OutputRecord; result: unknown; source: SourceRecord }
+  | {
+      kind: 'output';
+      record: OutputRecord;
+      result: unknown;
+      source: SourceRecord;
+      /** The input text's length when it was cut before tokenization, and the length kept. */
+      cut?: TextCut;
+    }
   | { kind: 'dead'; record: OutputRecord; code: string; message: string }
   | { kind: 'retry'; error: unknown };
 
@@ -52,6 +60,14 @@ class Refusal extends Error {
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
+export interface ProcessorOptions {
+  /**
+   * The pipeline truncates its text at a token cap (TaskDefinition.cutsLongText), so a text over
+   * limits.maxTextLength is cut at a word rather than refused.
+   */
+  cutsLongText?: boolean;
+}
+
 export class RecordProcessor {
   private readonly route: RouteConfig;
   private readonly task: string;
@@ -61,8 +77,16 @@ export class RecordProcessor {
   /** The input is an object whose `image` is read as an image (visual question answering). */
   private readonly imageField: boolean;
   private readonly audio: AudioInputs | undefined;
+  private readonly cutsLongText: boolean;
 
-  constructor(route: RouteConfig, task: string, limits: WorkerConfig['limits'], submit: Submit) {
+  constructor(
+    route: RouteConfig,
+    task: string,
+    limits: WorkerConfig['limits'],
+    submit: Submit,
+    options: ProcessorOptions = {},
+  ) {
+    this.cutsLongText = options.cutsLongText === true;
     this.route = route;
     this.task = task;
     this.limits = limits;
@@ -108,6 +132,7 @@ export class RecordProcessor {
 
   private async steps(record: SourceRecord, at: { stage: Stage }): Promise<Outcome> {
     const limits = this.limits;
+    let cut: TextCut | undefined;
     at.stage = 'validate';
     if (record.value.length > limits.maxRecordBytes) {
       throw new Refusal(
@@ -172,6 +197,13 @@ export class RecordProcessor {
         throw err;
       }
     } else {
+      if (this.cutsLongText && typeof input === 'string') {
+        const kept = cutLongText(input, limits.maxTextLength);
+        if (kept !== undefined) {
+          cut = { from: input.length, to: kept.length };
+          input = kept;
+        }
+      }
       try {
         checkInputShape(this.task, input, label, limits);
       } catch (err) {
@@ -215,6 +247,7 @@ export class RecordProcessor {
       kind: 'output',
       result: plain,
       source: record,
+      ...(cut !== undefined ? { cut } : {}),
       record: {
         key: record.key,
         value: Buffer.from(value),

@@ -11,6 +11,7 @@ import { recordBytes, type Sink } from './sink.ts';
 import { deadLetter, fitDeadLetter } from './dead-letter.ts';
 import { DeadLetterLog } from './dead-letter-log.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
+import type { TextCut } from './long-text.ts';
 import { describeOrigin, type OutputRecord, type SourceRecord } from './record.ts';
 
 export type Handled =
@@ -22,6 +23,8 @@ export interface RouteCounters {
   written: number;
   deadLettered: number;
   retried: number;
+  /** Texts cut before tokenization (over limits.maxTextLength, for a pipeline that truncates). */
+  truncated: number;
 }
 
 export interface RouteRunnerOptions {
@@ -37,7 +40,13 @@ export interface RouteRunnerOptions {
 
 export class RouteRunner {
   readonly name: string;
-  readonly counters: RouteCounters = { received: 0, written: 0, deadLettered: 0, retried: 0 };
+  readonly counters: RouteCounters = {
+    received: 0,
+    written: 0,
+    deadLettered: 0,
+    retried: 0,
+    truncated: 0,
+  };
   private readonly options: RouteRunnerOptions;
   private readonly deadLetters: DeadLetterLog;
 
@@ -103,6 +112,7 @@ export class RouteRunner {
   async write(decided: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
     let outcome = decided;
     if (outcome.kind === 'output') {
+      if (outcome.cut !== undefined) this.noteCut(outcome.cut, outcome.source);
       const sink = this.options.sink;
       let refusal: { code: string; message: string } | undefined;
       const bytes = recordBytes(outcome.record);
@@ -155,6 +165,22 @@ export class RouteRunner {
     }
     this.counters.deadLettered += 1;
     return { kind: 'dead-lettered', dead: outcome.record, code: outcome.code };
+  }
+
+  /** The first cut and every thousandth after it: enough to see it happens and how often. */
+  private noteCut(cut: TextCut, source: SourceRecord): void {
+    this.counters.truncated += 1;
+    if ((this.counters.truncated - 1) % 1000 !== 0) return;
+    this.options.logger.info(
+      {
+        route: this.name,
+        origin: describeOrigin(source.origin),
+        characters: cut.from,
+        kept: cut.to,
+        truncated: this.counters.truncated,
+      },
+      'a text over limits.maxTextLength was cut at a word before tokenization (the pipeline truncates at its token limit, so the model sees the same tokens); counted in truncated, logged for the first and every 1000th',
+    );
   }
 
   async handle(record: SourceRecord): Promise<Handled> {

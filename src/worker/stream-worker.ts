@@ -16,6 +16,7 @@ import { createSink } from '../connectors/create-sink.ts';
 import type { Sink } from '../route/sink.ts';
 import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
+import { findTask } from '../pipelines/registry.ts';
 import type { RouteRunner } from '../route/route-runner.ts';
 import type { RouteProgress } from '../telemetry/progress.ts';
 import { StreamedGeneration } from '../route/streamed-generation.ts';
@@ -137,7 +138,10 @@ export class StreamWorker {
             batch.submit(pipeline, input, observe.submitOptions(record));
           onPressure = (listener) => batch.onPressure(route.pipeline, listener);
         }
-        const processor = new RecordProcessor(route, task, config.limits, submit);
+        const declared = config.pipelines[route.pipeline]?.options ?? {};
+        const processor = new RecordProcessor(route, task, config.limits, submit, {
+          cutsLongText: findTask(task)?.cutsLongText?.(declared) === true,
+        });
         const runner = observe.runner(
           {
             name,

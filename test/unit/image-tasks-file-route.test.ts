@@ -111,6 +111,8 @@ routes:
       written: 3,
       deadLettered: 4,
       retried: 0,
+      truncated: 0,
+      total: 7,
     });
   });
 

@@ -78,7 +78,13 @@ describe('RouteRunner', () => {
     expect(handled.kind).toBe('written');
     expect(sink.written.map((r) => r.value.toString())).toEqual(['ok']);
     expect(dlq.written).toHaveLength(0);
-    expect(route.counters).toEqual({ received: 1, written: 1, deadLettered: 0, retried: 0 });
+    expect(route.counters).toEqual({
+      received: 1,
+      written: 1,
+      deadLettered: 0,
+      retried: 0,
+      truncated: 0,
+    });
   });
 
   it('retries a retriable failure and writes the record once it succeeds', async () => {

@@ -11,6 +11,7 @@ const counters = (written: number, deadLettered: number, total?: number) => ({
   written,
   deadLettered,
   retried: 0,
+  truncated: 0,
   ...(total !== undefined ? { total } : {}),
 });
 

@@ -111,6 +111,8 @@ routes:
       written: good.length,
       deadLettered: bad.length,
       retried: 0,
+      truncated: 0,
+      total: good.length + bad.length,
     });
   });
 });

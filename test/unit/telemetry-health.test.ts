@@ -134,7 +134,7 @@ describe('stats line', () => {
   it('logs per-route counters with the rate since the last line and readiness', () => {
     const { logger, lines } = recording();
     let now = 0;
-    const counters = { r: { received: 10, written: 8, deadLettered: 2, retried: 0 } };
+    const counters = { r: { received: 10, written: 8, deadLettered: 2, retried: 0, truncated: 0 } };
     const line = statsLine({
       intervalMs: 1000,
       logger,
@@ -147,7 +147,9 @@ describe('stats line', () => {
     expect(lines[0]?.message).toBe('stats');
     expect(lines[0]?.fields).toEqual({
       stats: {
-        routes: { r: { received: 10, written: 8, deadLettered: 2, retried: 0, perSecond: 5 } },
+        routes: {
+          r: { received: 10, written: 8, deadLettered: 2, retried: 0, truncated: 0, perSecond: 5 },
+        },
         ready: false,
         notReady: ['draining for shutdown'],
       },
@@ -158,8 +160,8 @@ describe('stats line', () => {
     const { logger, lines } = recording();
     let now = 0;
     const counters = {
-      file: { received: 30, written: 20, deadLettered: 5, retried: 0, total: 100 },
-      topic: { received: 4, written: 4, deadLettered: 0, retried: 0 },
+      file: { received: 30, written: 20, deadLettered: 5, retried: 0, truncated: 0, total: 100 },
+      topic: { received: 4, written: 4, deadLettered: 0, retried: 0, truncated: 0 },
     };
     const line = statsLine({
       intervalMs: 1000,

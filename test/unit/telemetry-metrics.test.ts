@@ -52,6 +52,7 @@ const counters = (c: Partial<RouteCounters>): RouteCounters => ({
   written: 0,
   deadLettered: 0,
   retried: 0,
+  truncated: 0,
   ...c,
 });
 

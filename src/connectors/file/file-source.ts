@@ -24,22 +24,27 @@ export class FileSource implements Source {
   private reading = true;
   private readonly settledWaiters = new Set<() => void>();
   private counted: number | undefined;
+  private readonly counting: PromiseWithResolvers<void> = Promise.withResolvers<void>();
 
   constructor(path: string, deps: SourceDeps) {
     this.path = path;
     this.deps = deps;
-    this.finished = this.allDone.promise;
+    // Finished once counted too, so that a run's last counters always carry the total.
+    this.finished = Promise.all([this.allDone.promise, this.counting.promise]).then(() => undefined);
   }
 
   start(): Promise<void> {
     const input: Readable = this.path === '-' ? process.stdin : createReadStream(this.path);
     this.input = input;
     // A second, streamed pass gives the run its total; standard input can be read only once.
-    if (this.path !== '-')
-      countRecordLines(this.path).then(
-        (records) => (this.counted = records),
-        () => undefined, // the reading pass reports an unreadable file
-      );
+    if (this.path === '-') this.counting.resolve();
+    else
+      countRecordLines(this.path)
+        .then(
+          (records) => void (this.counted = records),
+          () => undefined, // the reading pass reports an unreadable file
+        )
+        .finally(() => this.counting.resolve());
     this.deps.onPressure((pressure) => {
       this.pressured = pressure === 'pause';
       this.updateFlow();

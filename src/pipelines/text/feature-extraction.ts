@@ -156,6 +156,7 @@ export const featureExtractionTask: TaskDefinition = {
     new FeatureExtractionPipeline(model, options as FeatureExtractionOptions),
   ...textInput,
   inputKind: 'text',
+  cutsLongText: (options) => options['truncation'] !== false,
   // Pricing must see the length the pipeline will run, or long inputs look several times their
   // size and batches come out part full.
   truncatesAt: (options) =>

@@ -73,6 +73,8 @@ export const textClassificationTask: TaskDefinition = {
   optionsSchema: textClassificationOptionsSchema,
   create: (model, options) =>
     new TextClassificationPipeline(model, options as TextClassificationOptions),
+  // A single text truncates; a pair is an object, held to the limit as it is.
+  cutsLongText: (options) => options['truncation'] !== false,
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (
