@@ -15,7 +15,16 @@ FROM ${NODE_IMAGE} AS build
 ENV ONNXRUNTIME_NODE_INSTALL=skip
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
-RUN npm ci --omit=dev && npm cache clean --force
+# Every other platform's onnxruntime-node and tokenizers native libraries out, 302 MiB on x64
+# (docker/Dockerfile says why and how). gpu:install below adds to linux/<arch>, which stays.
+RUN npm ci --omit=dev && npm cache clean --force \
+  && arch="$(node -p process.arch)" \
+  && ort=node_modules/onnxruntime-node/bin \
+  && test -f "$ort/napi-v6/linux/$arch/onnxruntime_binding.node" \
+  && test -f "node_modules/tokenizers/tokenizers.linux-$arch-gnu.node" \
+  && find "$ort" -mindepth 3 -maxdepth 3 ! -path "$ort/*/linux/$arch" -exec rm -rf {} + \
+  && find "$ort" -mindepth 1 -type d -empty -delete \
+  && find node_modules/tokenizers -maxdepth 1 -name '*.node' ! -name "tokenizers.linux-$arch-gnu.node" -delete
 COPY scripts/gpu ./scripts/gpu
 COPY src ./src
 # Puts libonnxruntime_providers_cuda.so and libonnxruntime_providers_shared.so beside
@@ -49,6 +58,13 @@ COPY package.json ./
 COPY src ./src
 COPY config ./config
 COPY models ./models
+# The same small committed models and inputs as docker/Dockerfile: the example configs run here
+# as they do in the CPU image.
+COPY test/fixtures/models/bert-text-classification ./test/fixtures/models/bert-text-classification
+COPY test/fixtures/models/bert-token-classification ./test/fixtures/models/bert-token-classification
+COPY test/fixtures/models/llama-causal-lm ./test/fixtures/models/llama-causal-lm
+COPY test/fixtures/models/sklearn-decision-tree-iris ./test/fixtures/models/sklearn-decision-tree-iris
+COPY test/fixtures/tabular/iris-rows.jsonl ./test/fixtures/tabular/iris-rows.jsonl
 # What config/demo-cuda.yaml reads (its default HUGOT_DEMO_INPUT); it writes under out/.
 COPY test/fixtures/corpus/sample.jsonl ./test/fixtures/corpus/sample.jsonl
 RUN mkdir -p /app/out && chown node:node /app/out
