@@ -131,7 +131,8 @@ function summary(counters: Record<string, RouteCounters>, elapsedMs: number): st
   const lines = Object.entries(counters).map(
     ([name, c]) =>
       `${name}: ${c.received} records, ${c.written} written, ${c.deadLettered} dead-lettered` +
-      (c.retried > 0 ? `, ${c.retried} retries` : ''),
+      (c.retried > 0 ? `, ${c.retried} retries` : '') +
+      (c.truncated > 0 ? `, ${c.truncated} texts cut before tokenization` : ''),
   );
   return `${lines.join('\n')}\nfinished in ${(elapsedMs / 1000).toFixed(1)} s\n`;
 }

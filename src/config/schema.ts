@@ -250,11 +250,24 @@ const routeSchema = z
         field: z.string().default('result'),
         /** merge: replace a field the record already has at `field` (else it goes to the DLQ). */
         overwrite: z.boolean().default(false),
+        /**
+         * 'python': each task's result as Python's pipeline gives it (entity_group,
+         * [{generated_text}], ...); 'hugot': this project's own keys (docs/pipelines.md#output-keys).
+         */
+        keys: z.enum(['python', 'hugot']).default('python'),
+        /** Python's return_full_text, for output.keys python: generated_text starts with the prompt. */
+        returnFullText: z.boolean().default(true),
         /** Generative pipelines only: partial records while a request generates. */
         stream: outputStreamSchema.optional(),
       })
       .strict()
-      .default({ mode: 'merge', field: 'result', overwrite: false }),
+      .default({
+        mode: 'merge',
+        field: 'result',
+        overwrite: false,
+        keys: 'python',
+        returnFullText: true,
+      }),
     /** Generative pipelines only: per-request deadline, options and id from the record. */
     generation: routeGenerationSchema.optional(),
     sink: sinkSchema,

@@ -35,6 +35,14 @@ export interface InputCost {
   rows: number;
 }
 
+/** The call a Python output is shaped for: the record's input and the pipeline's options. */
+export interface PythonCall {
+  readonly input: unknown;
+  readonly options: Record<string, unknown>;
+  /** Python's return_full_text for generated text: the prompt before the new text (route output). */
+  readonly returnFullText: boolean;
+}
+
 export interface TaskDefinition {
   /** The name configs and the library API use. */
   readonly task: string;
@@ -59,6 +67,13 @@ export interface TaskDefinition {
    * text over limits.maxTextLength at a word instead of refusing it (src/route/long-text.ts).
    */
   readonly cutsLongText?: (options: Record<string, unknown>) => boolean;
+  /**
+   * What Python's pipeline (or sentence-transformers) returns for this one input, made from
+   * ours: the route's default output (output.keys: python, src/route/output-keys.ts). Absent
+   * where ours already is Python's. `result` is the pipeline's, or the generative engine's final
+   * value (its text under `text`), before bytes become base64.
+   */
+  readonly pythonOutput?: (result: unknown, call: PythonCall) => unknown;
   /** Options the model folder settles that the pricing must see (featureExtraction's max_seq_length). */
   readonly costOptions?: (
     declared: Record<string, unknown>,

@@ -14,10 +14,19 @@ import { withoutErrorHeaders } from './dead-letter.ts';
 import { setPath } from './field-path.ts';
 import type { OutputRecord, RecordOrigin, SourceRecord } from './record.ts';
 
+/** Which record a partial belongs to, for consumers that see the partials without the record. */
+export interface PartialSource {
+  /** The record's key as UTF-8 text (base64 when it is not UTF-8), or null. */
+  key: string | null;
+  /** The record's `id` field (a JSON input's top level), when it is a string or a number. */
+  id?: string | number;
+}
+
 export interface PartialValue {
   requestId: string;
   sequence: number;
   final: false;
+  source: PartialSource;
   /** Text settled since the previous record of this request (may be empty: text held back). */
   delta: string;
   /** Tokens generated so far. */
@@ -49,6 +58,26 @@ export interface FinalValue {
   /** Speech synthesis: the whole waveform (a WAV file) and its rate. */
   audio?: Uint8Array;
   samplingRate?: number;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function partialSource(record: SourceRecord, parsed: unknown): PartialSource {
+  let key: string | null = null;
+  if (record.key !== null) {
+    try {
+      key = utf8.decode(record.key);
+    } catch {
+      key = record.key.toString('base64');
+    }
+  }
+  const id =
+    parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)['id']
+      : undefined;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))
+    ? { key, id }
+    : { key };
 }
 
 /** A stable id from where the record came from: the same record read again gets the same id. */

@@ -14,7 +14,8 @@ import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { OverLimitError, checkInputShape } from './input-shape.ts';
 import { cutLongText, type TextCut } from './long-text.ts';
-import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
+import { findTask, readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
+import { outputShaper, type OutputShaper } from './output-keys.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
@@ -61,11 +62,8 @@ class Refusal extends Error {
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export interface ProcessorOptions {
-  /**
-   * The pipeline truncates its text at a token cap (TaskDefinition.cutsLongText), so a text over
-   * limits.maxTextLength is cut at a word rather than refused.
-   */
-  cutsLongText?: boolean;
+  /** The route's pipeline's options as declared: what the task's long-text and Python shapes read. */
+  pipelineOptions?: Record<string, unknown>;
 }
 
 export class RecordProcessor {
@@ -77,7 +75,9 @@ export class RecordProcessor {
   /** The input is an object whose `image` is read as an image (visual question answering). */
   private readonly imageField: boolean;
   private readonly audio: AudioInputs | undefined;
+  /** The pipeline truncates at a token cap: an over-limit text is cut at a word, not refused. */
   private readonly cutsLongText: boolean;
+  private readonly shapeOutput: OutputShaper;
 
   constructor(
     route: RouteConfig,
@@ -86,7 +86,9 @@ export class RecordProcessor {
     submit: Submit,
     options: ProcessorOptions = {},
   ) {
-    this.cutsLongText = options.cutsLongText === true;
+    const pipelineOptions = options.pipelineOptions ?? {};
+    this.cutsLongText = findTask(task)?.cutsLongText?.(pipelineOptions) === true;
+    this.shapeOutput = outputShaper(task, route.output, pipelineOptions);
     this.route = route;
     this.task = task;
     this.limits = limits;
@@ -178,6 +180,7 @@ export class RecordProcessor {
         );
     }
     at.stage = 'validate';
+    const recordInput = input;
     const label = format === 'json' ? `'${field}'` : 'the record';
     if (this.imageField) input = await this.imageFieldInput(input, label, field);
     else if (this.images !== undefined) {
@@ -223,7 +226,7 @@ export class RecordProcessor {
     }
     at.stage = 'output';
     if (this.task === GENERATION_TASK) checkGenerationOutput(result);
-    const plain = toPlain(result);
+    const plain = toPlain(this.shapeOutput(result, recordInput));
     const resultJson = JSON.stringify(plain);
     let value = resultJson;
     if (this.route.output.mode === 'merge') {

@@ -23,6 +23,7 @@ import { encodeWav } from '../pipelines/audio/wav-encode.ts';
 import { getPath } from './field-path.ts';
 import {
   partialRecord,
+  partialSource,
   requestIdOf,
   type FinalValue,
   type PartialValue,
@@ -54,6 +55,7 @@ export class StreamedGeneration {
 
   async run(input: unknown, { record, parsed }: SubmitContext): Promise<FinalValue> {
     const requestId = this.requestId(record, parsed);
+    const source = partialSource(record, parsed);
     const generation = this.requestOptions(parsed);
     // Our own abort stops the generation when a partial cannot be written; the record's signal
     // when its source gave it up.
@@ -83,6 +85,7 @@ export class StreamedGeneration {
               requestId,
               sequence,
               final: false,
+              source,
               delta,
               generatedTokens: tokens,
               ...(audioDelta !== undefined ? { audioDelta } : {}),

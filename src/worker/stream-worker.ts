@@ -16,7 +16,6 @@ import { createSink } from '../connectors/create-sink.ts';
 import type { Sink } from '../route/sink.ts';
 import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
-import { findTask } from '../pipelines/registry.ts';
 import type { RouteRunner } from '../route/route-runner.ts';
 import type { RouteProgress } from '../telemetry/progress.ts';
 import { StreamedGeneration } from '../route/streamed-generation.ts';
@@ -140,7 +139,7 @@ export class StreamWorker {
         }
         const declared = config.pipelines[route.pipeline]?.options ?? {};
         const processor = new RecordProcessor(route, task, config.limits, submit, {
-          cutsLongText: findTask(task)?.cutsLongText?.(declared) === true,
+          pipelineOptions: declared,
         });
         const runner = observe.runner(
           {

@@ -12,6 +12,7 @@ import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
 import { float32FromBase64, pixelValueCases, type ProcessorGoldens } from './image-goldens.ts';
 import { asBatch, forPipeline, GOLDEN } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython } from './python-output.ts';
 
 const MODEL = 'glpn-depth-estimation';
 const load = useModelStore();
@@ -47,18 +48,24 @@ async function compareDepth(
   expected: DepthGolden,
 ): Promise<{ maxAbsDiff: number; differences: string[]; flipped: number }> {
   const [height, width] = expected.predicted_depth.shape;
-  const map = actual.predictedDepth;
+  // Through the route's Python shape: the same keys as Python's, the map as rows of floats.
+  const shaped = asPython('depthEstimation', actual) as {
+    predicted_depth?: Float32Array[];
+    depth: Uint8Array;
+  };
+  expect(Object.keys(shaped).sort()).toEqual(Object.keys(expected).sort());
+  const rows = shaped.predicted_depth;
   const differences: string[] = [];
-  if (map === undefined)
-    return { maxAbsDiff: Infinity, differences: ['no predictedDepth'], flipped: 0 };
-  expect([map.height, map.width]).toEqual([height, width]);
+  if (rows === undefined)
+    return { maxAbsDiff: Infinity, differences: ['no predicted_depth'], flipped: 0 };
+  expect([rows.length, rows[0]?.length]).toEqual([height, width]);
   const depth = compareDeep(
-    map.data,
+    rows.flatMap((r) => Array.from(r)),
     Array.from(float32FromBase64(expected.predicted_depth.f32le_base64)),
     1e-4,
   );
   differences.push(...depth.differences);
-  const png = await pngPixels(actual.depth);
+  const png = await pngPixels(shaped.depth);
   expect([png.width, png.height, png.channels]).toEqual([...expected.depth.size, 1]);
   expect(expected.depth.mode).toBe('L');
   const want = Buffer.from(expected.depth.u8_base64, 'base64');

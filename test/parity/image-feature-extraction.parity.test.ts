@@ -11,6 +11,7 @@ import { modelPath, readGoldens } from './goldens.ts';
 import { pixelValueCases, preprocessingGoldens } from './image-goldens.ts';
 import { asBatch, forPipeline, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython } from './python-output.ts';
 
 const load = useModelStore();
 
@@ -51,10 +52,9 @@ function modelCases(MODEL: string): void {
           pooling: call.options['pool'] === true ? 'pooled' : 'none',
         });
         const paths = asBatch(call.inputs).map((p) => join(modelPath(MODEL), p as string));
-        // Python keeps the batch dimension of 1 on each image's result.
         return unbatch(
           call.inputs,
-          (await pipeline.run(paths)).map((result) => [result]),
+          (await pipeline.run(paths)).map((result) => asPython('imageFeatureExtraction', result)),
         );
       });
     }

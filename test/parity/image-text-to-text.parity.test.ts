@@ -11,6 +11,7 @@ import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
 import { pixelValueCases } from './image-goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython } from './python-output.ts';
 
 const MODEL = 'llava-image-text-to-text';
 const load = useModelStore();
@@ -61,6 +62,29 @@ const picked = (r: { generatedText: string; tokenIds: number[]; promptTokens: nu
 });
 
 describe('imageTextToText', forPipeline('imageTextToText'), () => {
+  describe("the route's Python shape, key for key (return_full_text=False, as the goldens)", () => {
+    // Python's chat carries the image inside its image part (`url`); a record carries it beside
+    // the messages, in `image`, and its input_text is the messages as the record gave them.
+    const withoutUrls = (output: unknown): unknown =>
+      JSON.parse(JSON.stringify(output), (key, value: unknown) =>
+        key === 'url' ? undefined : value,
+      );
+    for (const golden of single) {
+      parityCase(
+        { ...golden, output: withoutUrls(golden.output) },
+        async () => {
+          const pipeline = new ImageTextToTextPipeline(await load(MODEL), optionsOf(golden));
+          const [result] = await pipeline.run([inputOf(golden.call.inputs)]);
+          return asPython('imageTextToText', result, {
+            input: golden.call.inputs,
+            returnFullText: false,
+          });
+        },
+        { rerun: true },
+      );
+    }
+  });
+
   describe('pipeline, one input at a time', () => {
     for (const golden of single) {
       parityCase({ ...golden, output: expected(golden) }, async () => {

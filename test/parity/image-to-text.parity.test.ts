@@ -12,6 +12,7 @@ import { modelPath, readGoldens } from './goldens.ts';
 import { pixelValueCases } from './image-goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython } from './python-output.ts';
 
 const MODEL = 'vit-gpt2-image-to-text';
 const load = useModelStore();
@@ -65,7 +66,7 @@ describe('imageToText', forPipeline('imageToText'), () => {
         const outputs = [];
         for (const path of paths(call.inputs)) {
           const [output] = await pipeline.run([path]);
-          outputs.push([{ generated_text: output?.generatedText }]);
+          outputs.push(asPython('imageToText', output));
         }
         return outputs;
       });
@@ -79,7 +80,7 @@ describe('imageToText', forPipeline('imageToText'), () => {
         async ({ call }) => {
           const pipeline = new ImageToTextPipeline(await load(MODEL), options(call.options));
           const outputs = await pipeline.run(paths(call.inputs));
-          return outputs.map((o) => [{ generated_text: o.generatedText }]);
+          return outputs.map((o) => asPython('imageToText', o));
         },
         { rerun: true },
       );

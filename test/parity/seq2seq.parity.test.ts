@@ -13,6 +13,7 @@ import { useGenerationConfigCopies } from './generation-config-copy.ts';
 import { readGoldens } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPythonRow } from './python-output.ts';
 
 const load = useModelStore();
 const loadWith = useGenerationConfigCopies(load);
@@ -38,11 +39,6 @@ const TASKS: Record<string, Seq2SeqTask> = {
   'text2text-generation': 'text2textGeneration',
   summarization: 'summarization',
   translation: 'translation',
-};
-const PYTHON_FIELD: Record<string, string> = {
-  generatedText: 'generated_text',
-  summaryText: 'summary_text',
-  translationText: 'translation_text',
 };
 
 function options(python: PythonOptions): Seq2SeqOptions {
@@ -86,11 +82,7 @@ for (const fixture of ['t5-text2text', 'bart-summarization']) {
           const outputs = [];
           for (const input of call.inputs as string[]) {
             const [output] = await pipeline.run([input]);
-            outputs.push(
-              Object.fromEntries(
-                Object.entries(output ?? {}).map(([k, v]) => [PYTHON_FIELD[k] ?? k, v]),
-              ),
-            );
+            outputs.push(asPythonRow(task, output));
           }
           return outputs;
         });

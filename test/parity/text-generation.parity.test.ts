@@ -21,6 +21,7 @@ import { useGenerationConfigCopies } from './generation-config-copy.ts';
 import { readGoldens } from './goldens.ts';
 import { forPipeline, GOLDEN, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython } from './python-output.ts';
 
 const MODEL = 'llama-causal-lm';
 const load = useModelStore();
@@ -87,11 +88,11 @@ describe('textGeneration', forPipeline('textGeneration'), () => {
         await gen.ready();
         const input = call.inputs as string | ChatMessage[];
         const [result] = await gen.run([input]);
-        const text = result?.text ?? '';
         // Python returns the prompt plus the new text, or for chats the messages plus the answer.
-        if (typeof input !== 'string')
-          return [{ generated_text: [...input, { role: 'assistant', content: text }] }];
-        return [{ generated_text: options.return_full_text === false ? text : input + text }];
+        return asPython('textGeneration', result, {
+          input,
+          returnFullText: options.return_full_text !== false,
+        });
       });
     }
   });

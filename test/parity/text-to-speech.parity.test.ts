@@ -18,6 +18,7 @@ import { compareDeep } from './compare.ts';
 import { modelPath, readGoldens, type GoldenCase } from './goldens.ts';
 import { forPipeline, parityCase } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython as asPythonShape } from './python-output.ts';
 
 const MODEL = 'speecht5-text-to-speech';
 const load = useModelStore();
@@ -49,11 +50,16 @@ async function pipelineFor(
 /** Python's output shape: the WAV decoded back to its samples. */
 async function asPython(outputs: TextToSpeechOutput[]): Promise<unknown[]> {
   return Promise.all(
-    outputs.map(async ({ audio, samplingRate }) => {
-      const decoded = await decodeAudio(audio, 'audio');
-      expect(decoded.samplingRate).toBe(samplingRate);
+    outputs.map(async (output) => {
+      // The route's Python shape, its WAV decoded to the samples Python's array holds.
+      const shaped = asPythonShape('textToSpeech', output) as {
+        audio: Uint8Array;
+        sampling_rate: number;
+      };
+      const decoded = await decodeAudio(shaped.audio, 'audio');
+      expect(decoded.samplingRate).toBe(shaped.sampling_rate);
       expect(decoded.channels).toHaveLength(1);
-      return { audio: Array.from(decoded.channels[0] ?? []), sampling_rate: samplingRate };
+      return { ...shaped, audio: Array.from(decoded.channels[0] ?? []) };
     }),
   );
 }

@@ -2,23 +2,14 @@ import { describe } from 'vitest';
 import {
   TokenClassificationPipeline,
   type AggregationStrategy,
-  type Entity,
 } from '../../src/pipelines/text/token-classification.ts';
 import { readGoldens } from './goldens.ts';
 import { asBatch, forPipeline, parityCase, unbatch } from './parity-case.ts';
 import { useModelStore } from './store.ts';
+import { asPython } from './python-output.ts';
 
 const MODEL = 'bert-token-classification';
 const load = useModelStore();
-
-/** Python names the grouped label `entity_group`; ours is camelCase like every other field. */
-function asPython(entities: Entity[]): unknown[] {
-  return entities.map((e) => {
-    if (!('entityGroup' in e)) return e;
-    const { entityGroup, ...rest } = e;
-    return { entity_group: entityGroup, ...rest };
-  });
-}
 
 describe('tokenClassification', forPipeline('tokenClassification'), () => {
   for (const golden of readGoldens(MODEL).pipeline) {
@@ -30,7 +21,10 @@ describe('tokenClassification', forPipeline('tokenClassification'), () => {
         ...(ignoreLabels !== undefined ? { ignoreLabels } : {}),
       });
       const outputs = await pipeline.run(asBatch(call.inputs) as string[]);
-      return unbatch(call.inputs, outputs.map(asPython));
+      return unbatch(
+        call.inputs,
+        outputs.map((o) => asPython('tokenClassification', o)),
+      );
     });
   }
 });

@@ -35,7 +35,13 @@ describe('config', () => {
       maxAttempts: 5,
     });
     expect(config.routes[0]?.input).toEqual({ format: 'json', field: 'text' });
-    expect(config.routes[0]?.output).toEqual({ mode: 'merge', field: 'result', overwrite: false });
+    expect(config.routes[0]?.output).toEqual({
+      mode: 'merge',
+      field: 'result',
+      overwrite: false,
+      keys: 'python',
+      returnFullText: true,
+    });
     expect(config.shards).toEqual(['cpu']);
     expect(config.limits).toEqual({
       maxRecordBytes: 1_048_576,

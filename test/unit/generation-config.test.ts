@@ -60,6 +60,8 @@ describe('generation route config', () => {
       mode: 'result',
       field: 'result',
       overwrite: false,
+      keys: 'python',
+      returnFullText: true,
       stream: { everyTokens: 4 },
     });
     expect(parsed.routes[0]?.generation).toEqual({ timeoutMs: 5000, optionsField: 'options' });

@@ -10,6 +10,7 @@ import type { GenerateOptions } from '../../src/generative/generative-engine.ts'
 import type { GenerationEvent } from '../../src/pipelines/generation/text-generation.ts';
 import {
   partialRecord,
+  partialSource,
   requestIdOf,
   type FinalValue,
   type PartialValue,
@@ -69,6 +70,8 @@ function route(everyTokens: number | undefined): { output: RouteConfig['output']
       mode: 'result',
       field: 'result',
       overwrite: false,
+      keys: 'python',
+      returnFullText: true,
       ...(everyTokens !== undefined ? { stream: { everyTokens } } : {}),
     },
   };
@@ -92,8 +95,10 @@ describe('streamed generation', () => {
       },
     });
     const record = kafkaRecord();
-    const final: FinalValue = await streamed.run('Hi', { record, parsed: {} });
+    const final: FinalValue = await streamed.run('Hi', { record, parsed: { id: 'mail-7' } });
     const partials = values(written);
+    // Each partial names its source record: the key, and the record's own id.
+    expect(partials.map((p) => p.source)).toEqual(Array(3).fill({ key: 'k1', id: 'mail-7' }));
     expect(partials.map((p) => [p.sequence, p.delta, p.generatedTokens, p.final])).toEqual([
       [0, 'Hello', 2, false],
       [1, ' wor', 4, false],
@@ -197,11 +202,19 @@ describe('generation records', () => {
     expect(requestIdOf({ kind: 'file', path: 'in.jsonl', line: 3 })).toBe('in.jsonl:3');
   });
 
+  it("names a partial's source by a key that is not UTF-8 in base64, and without an id when the record has none", () => {
+    const record = kafkaRecord({ key: Buffer.from([0xff, 0xfe]) });
+    expect(partialSource(record, { id: { nested: true } })).toEqual({ key: '//4=' });
+    expect(partialSource({ ...record, key: null }, 'text')).toEqual({ key: null });
+    expect(partialSource(record, { id: 12 })).toEqual({ key: '//4=', id: 12 });
+  });
+
   it('puts a partial under output.field in merge mode, alone in result mode', () => {
     const partial: PartialValue = {
       requestId: 'r',
       sequence: 0,
       final: false,
+      source: { key: 'k1' },
       delta: 'ab',
       generatedTokens: 2,
     };

@@ -50,7 +50,8 @@ routes:
   - source: { type: file, path: ${JSON.stringify(input)} }
     pipeline: label
     input: { field: text }
-    output: { field: out }
+    # Our own keys: the structured-output mechanics (text, finishReason) are what is checked here.
+    output: { field: out, keys: hugot }
     ${routeExtra}
     sink: { type: file, path: ${dir.quoted(`${name}-out.jsonl`)} }
     dlq: { type: file, path: ${dir.quoted(`${name}-dlq.jsonl`)} }

@@ -71,8 +71,12 @@ routes:
     dlq: { type: file, path: ${dir.quoted('dlq.jsonl')} }
 `);
 
-    const out = await readJsonl<{ id: string; wav: { audio: string; samplingRate: number } }>(
+    // Python's keys ({audio, sampling_rate}); the audio a WAV file in base64.
+    const out = await readJsonl<{ id: string; wav: { audio: string; sampling_rate: number } }>(
       dir.file('out.jsonl'),
+    );
+    expect(out.every(({ wav }) => Object.keys(wav).sort().join() === 'audio,sampling_rate')).toBe(
+      true,
     );
     expect(out.map((r) => r.id)).toEqual(good.map((r) => r.id));
     const spoken = await Promise.all(
@@ -80,8 +84,8 @@ routes:
         const bytes = new Uint8Array(Buffer.from(wav.audio, 'base64'));
         expect(String.fromCharCode(...bytes.subarray(0, 4))).toBe('RIFF');
         const decoded = await decodeAudio(bytes, 'wav');
-        expect(decoded.samplingRate).toBe(wav.samplingRate);
-        return { audio: Array.from(decoded.channels[0] ?? []), sampling_rate: wav.samplingRate };
+        expect(decoded.samplingRate).toBe(wav.sampling_rate);
+        return { audio: Array.from(decoded.channels[0] ?? []), sampling_rate: wav.sampling_rate };
       }),
     );
     expect(compareDeep(spoken, expected, 1e-4).differences).toEqual([]);

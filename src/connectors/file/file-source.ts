@@ -30,7 +30,9 @@ export class FileSource implements Source {
     this.path = path;
     this.deps = deps;
     // Finished once counted too, so that a run's last counters always carry the total.
-    this.finished = Promise.all([this.allDone.promise, this.counting.promise]).then(() => undefined);
+    this.finished = Promise.all([this.allDone.promise, this.counting.promise]).then(
+      () => undefined,
+    );
   }
 
   start(): Promise<void> {

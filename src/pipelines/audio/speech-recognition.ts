@@ -384,6 +384,11 @@ export const automaticSpeechRecognitionTask: TaskDefinition = {
   optionsSchema: speechRecognitionOptionsSchema,
   create: (model, options) =>
     new SpeechRecognitionPipeline(model, options as SpeechRecognitionOptions),
+  // The transcript's own keys already are Python's; the generative engine's extra ones go.
+  pythonOutput: (result) => {
+    const { text, chunks } = result as { text: string; chunks?: unknown };
+    return chunks === undefined ? { text } : { text, chunks };
+  },
   // The route reads and checks the audio itself (src/route/audio-input.ts): its size is held to
   // limits.maxAudioBytes and its duration to limits.maxAudioSeconds.
   inputSchema(input, check) {

@@ -277,6 +277,12 @@ function speechTask(task: string): TaskDefinition {
     optionsSchema: textToSpeechOptionsSchema,
     create: (model, options) =>
       new TextToSpeechPipeline(task, model, options as TextToSpeechOptions),
+    // Python's {audio, sampling_rate}; the audio stays a WAV file (base64), JSON holds no array
+    // of samples as compactly.
+    pythonOutput: (result) => {
+      const { audio, samplingRate } = result as TextToSpeechOutput;
+      return { audio, sampling_rate: samplingRate };
+    },
     inputSchema(input, check): void {
       if (typeof input === 'string') {
         check.text(input);

@@ -24,6 +24,7 @@ import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../ta
 import { FormatCompiler } from './structured/format-constraint.ts';
 import { toolsSystemPrompt, type ToolSpec } from './tool-calls.ts';
 import type { AudioChunk } from './segmentwise.ts';
+import { fullText, generatedText } from '../python-output.ts';
 
 export type { ChatMessage } from './chat-template.ts';
 export type { GenerationOptions as TextGenerationOptions } from './generation-options.ts';
@@ -283,6 +284,19 @@ export const textGenerationTask: TaskDefinition = {
   task: TASK,
   optionsSchema: generationOptionsSchema,
   create: (model, options) => new TextGenerationPipeline(model, options as GenerationOptions),
+  // Python's [{generated_text}]; a structured output's parsed value and the tool calls, which
+  // Python's pipeline has no keys for, stay beside it as `json` and `tool_calls`.
+  pythonOutput: (result, call) => {
+    const prompt = isObject(call.input) ? call.input['messages'] : call.input;
+    const { json, toolCalls } = (isObject(result) ? result : {}) as Partial<GenerationResult>;
+    return [
+      {
+        generated_text: fullText(prompt, generatedText(result, 'text'), call.returnFullText),
+        ...(json !== undefined ? { json } : {}),
+        ...(toolCalls !== undefined ? { tool_calls: toolCalls } : {}),
+      },
+    ];
+  },
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (Array.isArray(input)) return checkMessages(input, check.field, check);

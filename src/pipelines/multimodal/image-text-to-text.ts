@@ -40,6 +40,7 @@ import {
   type VlmGraphs,
 } from './vlm-decoder.ts';
 import { VlmCohortStepper } from './vlm-cohort.ts';
+import { fullText, generatedText } from '../python-output.ts';
 
 // textGeneration's decoding options; a response format and a system prompt are text-chat matters.
 export const imageTextToTextOptionsSchema = generationOptionsSchema.omit({
@@ -328,6 +329,12 @@ export const imageTextToTextTask: TaskDefinition = {
   task: TASK,
   optionsSchema: imageTextToTextOptionsSchema,
   create: (model, options) => new ImageTextToTextPipeline(model, options as ImageTextToTextOptions),
+  pythonOutput: (result, call) => {
+    const record = isObject(call.input) ? call.input : {};
+    const prompt = record['text'] ?? record['messages'];
+    const text = generatedText(result, 'generatedText');
+    return [{ input_text: prompt, generated_text: fullText(prompt, text, call.returnFullText) }];
+  },
   // The route reads `image` itself (src/route/image-input.ts, held to the image limits); the
   // texts are held to limits.maxTextLength here.
   inputSchema(input: unknown, check: InputCheck): void {

@@ -33,6 +33,7 @@ import {
   type ImagePreprocessor,
 } from '../vision/image-preprocess.ts';
 import { pixelGroups, pixelInputName, type PixelValues } from '../vision/pixel-batch.ts';
+import { generatedText } from '../python-output.ts';
 
 // Truncation is about text inputs; an image is always resized to the encoder's input.
 export const imageToTextOptionsSchema = seq2seqOptionsSchema.omit({ truncation: true }).strict();
@@ -172,5 +173,6 @@ export const imageToTextTask: TaskDefinition = {
   task: TASK,
   optionsSchema: imageToTextOptionsSchema,
   create: (model, options) => new ImageToTextPipeline(model, options as ImageToTextOptions),
+  pythonOutput: (result) => [{ generated_text: generatedText(result, 'generatedText') }],
   ...imageInput,
 };

@@ -1,12 +1,19 @@
 // The three text-to-text encoder–decoder tasks: one pipeline (seq2seq-text-pipeline.ts), told
 // apart by the Python task whose prefix and settings apply and the name of the output field.
+import { generatedText } from '../python-output.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
 import {
   seq2seqOptionsSchema,
   translationOptionsSchema,
   type Seq2SeqOptions,
 } from './seq2seq-options.ts';
-import { Seq2SeqTextPipeline, type Seq2SeqTask } from './seq2seq-text-pipeline.ts';
+import { OUTPUT_FIELD, Seq2SeqTextPipeline, type Seq2SeqTask } from './seq2seq-text-pipeline.ts';
+
+const PYTHON_FIELD = {
+  text2textGeneration: 'generated_text',
+  summarization: 'summary_text',
+  translation: 'translation_text',
+} as const satisfies Record<Seq2SeqTask, string>;
 
 function seq2seqTask(
   task: Seq2SeqTask,
@@ -17,6 +24,8 @@ function seq2seqTask(
     optionsSchema,
     create: (model, options) =>
       new Seq2SeqTextPipeline(task, model, options as Seq2SeqOptions, optionsSchema),
+    // Python's text2text pipelines answer a bare input with a list of one.
+    pythonOutput: (result) => [{ [PYTHON_FIELD[task]]: generatedText(result, OUTPUT_FIELD[task]) }],
     inputKind: 'text',
     ...textInput,
   };

@@ -119,6 +119,13 @@ export const crossEncoderTask: TaskDefinition = {
   task: TASK,
   optionsSchema: crossEncoderOptionsSchema,
   create: (model, options) => new CrossEncoderPipeline(model, options as CrossEncoderOptions),
+  // sentence-transformers' CrossEncoder.rank(query, documents, return_documents=True).
+  pythonOutput: (result) =>
+    (result as RankedDocument[]).map(({ index, document, score }) => ({
+      corpus_id: index,
+      score,
+      text: document,
+    })),
   inputSchema(input, check) {
     if (
       isObject(input) &&

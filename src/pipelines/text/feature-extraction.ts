@@ -154,6 +154,9 @@ export const featureExtractionTask: TaskDefinition = {
   optionsSchema: featureExtractionOptionsSchema,
   create: (model, options) =>
     new FeatureExtractionPipeline(model, options as FeatureExtractionOptions),
+  // A pooled vector is sentence-transformers' encode(); every token's vector is the transformers
+  // pipeline's, which keeps the batch dimension of 1.
+  pythonOutput: (result) => (Array.isArray(result) ? [result] : result),
   ...textInput,
   inputKind: 'text',
   cutsLongText: (options) => options['truncation'] !== false,

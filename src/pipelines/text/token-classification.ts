@@ -117,6 +117,12 @@ export const tokenClassificationTask: TaskDefinition = {
   optionsSchema: tokenClassificationOptionsSchema,
   create: (model, options) =>
     new TokenClassificationPipeline(model, options as TokenClassificationOptions),
+  pythonOutput: (result) =>
+    (result as Entity[]).map((e) => {
+      if (!('entityGroup' in e)) return e;
+      const { entityGroup, ...rest } = e;
+      return { entity_group: entityGroup, ...rest };
+    }),
   ...textInput,
   inputKind: 'text',
 };

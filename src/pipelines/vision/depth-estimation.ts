@@ -105,5 +105,14 @@ export const depthEstimationTask: TaskDefinition = {
   task: TASK,
   optionsSchema: depthEstimationOptionsSchema,
   create: (model, options) => new DepthEstimationPipeline(model, options as DepthEstimationOptions),
+  pythonOutput: (result) => {
+    const { depth, predictedDepth } = result as DepthResult;
+    if (predictedDepth === undefined) return { depth };
+    const { data, width, height } = predictedDepth;
+    const rows = Array.from({ length: height }, (_, y) =>
+      data.subarray(y * width, (y + 1) * width),
+    );
+    return { predicted_depth: rows, depth };
+  },
   ...imageInput,
 };

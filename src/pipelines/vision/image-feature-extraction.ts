@@ -101,5 +101,7 @@ export const imageFeatureExtractionTask: TaskDefinition = {
   optionsSchema: imageFeatureExtractionOptionsSchema,
   create: (model, options) =>
     new ImageFeatureExtractionPipeline(model, options as ImageFeatureExtractionOptions),
+  // Python keeps the batch dimension of 1 on each image's features.
+  pythonOutput: (result) => [result],
   ...imageInput,
 };
