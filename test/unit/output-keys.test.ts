@@ -50,6 +50,12 @@ describe('output keys', () => {
     ).toEqual([{ input_text: 'USER: <image> colour?', generated_text: ' red' }]);
   });
 
+  it("answers a question with the answer itself when one is kept, as transformers' pipeline", () => {
+    const answer = { score: 0.9, start: 0, end: 4, answer: 'Acme' };
+    expect(shape('questionAnswering', [answer])).toEqual(answer);
+    expect(shape('questionAnswering', [answer, answer])).toEqual([answer, answer]);
+  });
+
   it('shapes ranking, depth, speech and embeddings as their Python libraries do', () => {
     expect(
       shape('crossEncoder', [{ index: 1, document: 'b', score: 0.8 }], {

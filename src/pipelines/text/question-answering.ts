@@ -187,6 +187,12 @@ export const questionAnsweringTask: TaskDefinition = {
   optionsSchema: questionAnsweringOptionsSchema,
   create: (model, options) =>
     new QuestionAnsweringPipeline(model, options as QuestionAnsweringOptions),
+  // transformers' question-answering pipeline answers a single question with the answer itself
+  // when it keeps one (top_k=1, its default), and with the list otherwise.
+  pythonOutput: (result) => {
+    const answers = result as unknown[];
+    return answers.length === 1 ? answers[0] : answers;
+  },
   inputSchema(input, check) {
     if (
       isObject(input) &&
