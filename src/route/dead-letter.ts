@@ -61,7 +61,13 @@ export function deadLetter(
   for (const [k, v] of Object.entries(where)) errorHeaders[k] = v;
   const headers = withoutErrorHeaders(record.headers);
   for (const [k, v] of Object.entries(errorHeaders)) headers[`${DLQ_HEADER_PREFIX}${k}`] = v;
-  return { key: record.key, value: record.value, headers, origin };
+  return {
+    key: record.key,
+    value: record.value,
+    headers,
+    origin,
+    ...(record.tombstone === true ? { tombstone: true } : {}),
+  };
 }
 
 /**

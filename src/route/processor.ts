@@ -135,6 +135,12 @@ export class RecordProcessor {
   private async steps(record: SourceRecord, at: { stage: Stage }): Promise<Outcome> {
     const limits = this.limits;
     let cut: TextCut | undefined;
+    if (record.tombstone === true)
+      throw new Refusal(
+        'decode',
+        'TOMBSTONE',
+        'the record is a tombstone (a null value, a deletion on a compacted topic): there is nothing to run the pipeline on',
+      );
     at.stage = 'validate';
     if (record.value.length > limits.maxRecordBytes) {
       throw new Refusal(

@@ -19,6 +19,11 @@ export interface SourceRecord {
   key: Buffer | null;
   headers: Headers;
   origin: RecordOrigin;
+  /**
+   * A Kafka tombstone: the value is null (an empty buffer here, `value` stays bytes for every
+   * other stage); its dead letter is a tombstone again (src/route/dead-letter.ts).
+   */
+  tombstone?: true;
   /** Aborted when the source gave the record up (its Kafka partition was revoked): stop work on it. */
   signal?: AbortSignal;
 }
@@ -26,6 +31,8 @@ export interface SourceRecord {
 export interface OutputRecord {
   key: Buffer | null;
   value: Buffer;
+  /** Written with a null value (Kafka), `"value": null` (a file DLQ's envelope). */
+  tombstone?: true;
   headers: Headers;
   origin: RecordOrigin;
 }

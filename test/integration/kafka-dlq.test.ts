@@ -10,7 +10,13 @@ import { KafkaKit, kafkaRouteConfig } from './helpers/kafka-kit.ts';
 
 const kit = new KafkaKit(inject('kafkaBrokers'));
 
-const BAD: { name: string; value: Buffer; stage: string; code: string }[] = [
+const BAD: { name: string; value: Buffer | null; stage: string; code: string }[] = [
+  {
+    name: 'tombstone',
+    value: null,
+    stage: 'decode',
+    code: 'TOMBSTONE',
+  },
   {
     name: 'malformed',
     value: Buffer.from('{"id": "x", "text": '),
@@ -59,7 +65,7 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka DLQ, %s', (mode
     const messages: {
       partition: number;
       key: string;
-      value: Buffer | string;
+      value: Buffer | string | null;
       headers: Record<string, string>;
     }[] = good.map((r) => ({
       partition: 0,
@@ -101,7 +107,10 @@ describe.each(['at-least-once', 'exactly-once'] as const)('Kafka DLQ, %s', (mode
       const letter = dead.find((d) => d.key === `bad-${bad.name}`);
       expect(letter, bad.name).toBeDefined();
       if (letter === undefined) continue;
-      expect(letter.value.equals(bad.value), `${bad.name} bytes`).toBe(true);
+      // A tombstone's dead letter is a tombstone again, not an empty value.
+      expect(letter.tombstone, `${bad.name} tombstone`).toBe(bad.value === null);
+      if (bad.value !== null)
+        expect(letter.value.equals(bad.value), `${bad.name} bytes`).toBe(true);
       expect(letter.headers).toMatchObject({
         trace: bad.name,
         'hugot.error.stage': bad.stage,

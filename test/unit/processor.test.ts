@@ -1,4 +1,8 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FileSink } from '../../src/connectors/file/file-sink.ts';
 import { parseConfigText } from '../../src/config/load-config.ts';
 import { InferenceError, InputError, SinkError } from '../../src/errors.ts';
 import { RecordProcessor, type Submit, type SubmitContext } from '../../src/route/processor.ts';
@@ -127,6 +131,28 @@ describe('record processor', () => {
       expect(outcome.record.headers['hugot.error.worker.id']).toMatch(/-\d+$/);
     });
   }
+
+  it('dead-letters a tombstone as a tombstone, without running the pipeline; a file DLQ writes its value as null', async () => {
+    let submitted = 0;
+    const processor = new RecordProcessor(route, 'textClassification', config.limits, (...a) => {
+      submitted += 1;
+      return echo(...a);
+    });
+    const outcome = await processor.process({ ...record(Buffer.alloc(0)), tombstone: true });
+    expect(submitted).toBe(0);
+    expect(outcome.kind).toBe('dead');
+    if (outcome.kind !== 'dead') return;
+    expect(outcome.code).toBe('TOMBSTONE');
+    expect(outcome.record.tombstone).toBe(true);
+    expect(outcome.record.headers['hugot.error.stage']).toBe('decode');
+    const path = join(mkdtempSync(join(tmpdir(), 'tombstone-')), 'dlq.jsonl');
+    const dlq = new FileSink(path, true);
+    await dlq.write(outcome.record);
+    await dlq.close();
+    const line = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    expect(line).toMatchObject({ key: 'k1', value: null });
+    expect(line).not.toHaveProperty('valueBase64');
+  });
 
   it('dead-letters an input the pipeline refuses, at the inference stage', async () => {
     const refuse: Submit = () => Promise.reject(new InputError('no mask token'));

@@ -3,6 +3,7 @@
 // destination with its bytes intact.
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { SinkError } from '../../errors.ts';
 import { InOrderWriter } from '../../route/in-order.ts';
 import type { SourceRecord } from '../../route/record.ts';
 import type { Source, SourceDeps } from '../source.ts';
@@ -24,6 +25,7 @@ export class FileSource implements Source {
   private reading = true;
   private readonly settledWaiters = new Set<() => void>();
   private counted: number | undefined;
+  private firstUnwritten: number | undefined;
   private readonly counting: PromiseWithResolvers<void> = Promise.withResolvers<void>();
 
   constructor(path: string, deps: SourceDeps) {
@@ -108,14 +110,31 @@ export class FileSource implements Source {
             Promise.reject(err instanceof Error ? err : new Error(String(err))),
           ),
       )
-      .catch((err: unknown) =>
-        this.deps.logger.error({ err, line: record.origin }, 'a record could not be written'),
-      )
+      .catch((err: unknown) => {
+        if (err instanceof SinkError) this.sinkFailed(err, record.origin);
+        else this.deps.logger.error({ err, line: record.origin }, 'a record could not be written');
+      })
       .finally(() => {
         this.inFlight -= 1;
         this.updateFlow();
         this.maybeFinish();
       });
+  }
+
+  /**
+   * A sink that cannot write (a full disk) ends the route: reading on would only fail again.
+   * Writes complete in input order, so the first failure names the first unwritten record.
+   */
+  private sinkFailed(err: SinkError, origin: SourceRecord['origin']): void {
+    if (this.firstUnwritten !== undefined) return;
+    this.firstUnwritten = origin.kind === 'file' ? origin.line : this.line;
+    this.stopped = true;
+    this.reading = false;
+    this.input?.pause();
+    const reason = `${err.message}; the first unwritten record is ${this.path} line ${this.firstUnwritten} (every line before it was written)`;
+    this.deps.logger.error({ err, firstUnwrittenLine: this.firstUnwritten }, reason);
+    this.deps.onHealth?.({ state: 'failed', reason });
+    this.maybeFinish();
   }
 
   private updateFlow(): void {

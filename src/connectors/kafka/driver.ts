@@ -2,7 +2,7 @@
 // high watermark, commit, transactions with consumed offsets), so that the client library is a
 // choice (platformatic-driver.ts, kafkajs-driver.ts) without touching the source, the offset
 // tracking or the sinks. What a client cannot do is stated in `features`, and the source adapts.
-import type { Headers } from '../../route/record.ts';
+import type { Headers, OutputRecord } from '../../route/record.ts';
 
 export interface TopicPartition {
   topic: string;
@@ -114,8 +114,17 @@ export interface KafkaConsumerDriver {
 
 export interface ProducedMessage {
   key: Buffer | null;
-  value: Buffer;
+  /** null: a tombstone (a dead-lettered tombstone stays one). */
+  value: Buffer | null;
   headers: Headers;
+}
+
+export function producedMessage(record: OutputRecord): ProducedMessage {
+  return {
+    key: record.key,
+    value: record.tombstone === true ? null : record.value,
+    headers: record.headers,
+  };
 }
 
 export interface KafkaProducerDriver {

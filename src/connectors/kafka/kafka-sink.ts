@@ -6,7 +6,7 @@
 // offending output is rejected (OutputRejectedError: its record goes to the DLQ) and no other is
 // written twice. Under exactly-once delivery the Kafka source takes the writes into its partition
 // transactions instead.
-import type { KafkaProducerDriver, ProducedMessage } from './driver.ts';
+import { producedMessage, type KafkaProducerDriver, type ProducedMessage } from './driver.ts';
 import { OutputRejectedError } from '../../errors.ts';
 import { errorChain } from './kafka-security.ts';
 import type { OutputRecord } from '../../route/record.ts';
@@ -56,7 +56,7 @@ export class KafkaSink implements Sink {
     }
     return new Promise((resolve, reject) => {
       this.waiting.push({
-        message: { key: record.key, value: record.value, headers: record.headers },
+        message: producedMessage(record),
         bytes: recordBytes(record),
         resolve,
         reject,

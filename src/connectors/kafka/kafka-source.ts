@@ -21,6 +21,7 @@ import type {
   KafkaDriver,
   TopicPartition,
 } from './driver.ts';
+import { producedMessage } from './driver.ts';
 import { AssignedLanes } from './assigned-lanes.ts';
 import { TransactionCommitter } from './exactly-once.ts';
 import { PartitionLane } from './partition-lane.ts';
@@ -303,6 +304,7 @@ export class KafkaSource implements Source {
   private accept(lane: PartitionLane, message: DriverMessage): void {
     const record: SourceRecord = {
       value: message.value ?? Buffer.alloc(0),
+      ...(message.value === null ? { tombstone: true } : {}),
       key: message.key,
       headers: message.headers,
       origin: {
@@ -389,7 +391,7 @@ export class KafkaSource implements Source {
     staging.lane.staged.push({
       offset: staging.offset,
       topic,
-      message: { key: record.key, value: record.value, headers: record.headers },
+      message: producedMessage(record),
       bytes,
     });
     staging.lane.stagedBytes += bytes;

@@ -155,7 +155,9 @@ function toPlatformatic(topic: string, message: ProducedMessage): MessageToProdu
   return {
     topic,
     ...(message.key !== null ? { key: message.key } : {}),
-    value: message.value,
+    // The client's types say Buffer, but its record writer writes null as Kafka's null value
+    // (length -1): a tombstone.
+    value: message.value as Buffer,
     headers: headerMap(message.headers),
   };
 }

@@ -16,7 +16,9 @@ export interface ReadRecord {
   partition: number;
   offset: string;
   key: string | null;
+  /** Empty for a tombstone, which `tombstone` tells apart from an empty value. */
   value: Buffer;
+  tombstone: boolean;
   /** Text of each header (a repeated one's last value); rawHeaders has them as they came. */
   headers: Record<string, string>;
   rawHeaders: IHeaders;
@@ -62,7 +64,7 @@ export class KafkaKit {
     messages: {
       partition: number;
       key: string | null;
-      value: Buffer | string;
+      value: Buffer | string | null;
       headers?: Record<string, string>;
     }[],
   ): Promise<void> {
@@ -138,6 +140,7 @@ export class KafkaKit {
             offset: m.offset,
             key: m.key?.toString() ?? null,
             value: m.value ?? Buffer.alloc(0),
+            tombstone: m.value === null,
             headers,
             rawHeaders: m.headers ?? {},
           });
