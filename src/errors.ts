@@ -17,7 +17,8 @@ export type ErrorCode =
   | 'OUTPUT_REJECTED'
   | 'OUTPUT_INVALID'
   | 'CLOSED'
-  | 'CONNECTION_REFUSED';
+  | 'CONNECTION_REFUSED'
+  | 'STARTUP_TIMEOUT';
 
 export interface HugotErrorOptions {
   cause?: unknown;
@@ -219,6 +220,17 @@ export class ConnectionError extends HugotError {
   }
 }
 
+/**
+ * Start-up waited startup.timeoutMs for a broker, Redis or a topic that never came: not a
+ * configuration mistake (exit 2) but a dependency that failed for good (exit 1).
+ */
+export class StartupTimeoutError extends HugotError {
+  override name = 'StartupTimeoutError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('STARTUP_TIMEOUT', message, false, options);
+  }
+}
+
 export interface SerializedError {
   name: string;
   code: ErrorCode | undefined;
@@ -272,6 +284,7 @@ const errorClasses: Record<string, ErrorClass> = {
   OutputInvalidError,
   ClosedError,
   ConnectionError,
+  StartupTimeoutError,
 };
 
 export function deserializeError(s: SerializedError): Error {

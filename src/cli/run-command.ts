@@ -7,6 +7,9 @@ import type { RouteCounters } from '../route/route-runner.ts';
 import { startStatsLine } from '../telemetry/stats-line.ts';
 import { Telemetry } from '../telemetry/telemetry.ts';
 import { showProgress } from './progress-bar.ts';
+import { StartupTimeoutError } from '../errors.ts';
+import { startupDependencies } from '../worker/startup-dependencies.ts';
+import { waitForDependencies } from '../worker/startup-wait.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
@@ -32,6 +35,27 @@ export async function runWorker(
   });
   // Before the models load, so /livez answers and /readyz says why it is not ready yet.
   const telemetry = await Telemetry.start(config.telemetry, logger);
+  const stopWaiting = new AbortController();
+  void stopSignal.then(() => stopWaiting.abort());
+  let waited: 'ready' | 'stopped';
+  try {
+    waited = await waitForDependencies(startupDependencies(config, logger), {
+      logger,
+      timeoutMs: config.startup.timeoutMs,
+      signal: stopWaiting.signal,
+      onWaiting: (missing) => telemetry.health.waitingFor(missing),
+    });
+  } catch (err) {
+    await telemetry.close();
+    if (!(err instanceof StartupTimeoutError)) throw err;
+    logger.error({ err }, `exiting 1: ${err.message}`);
+    return 1;
+  }
+  if (waited === 'stopped') {
+    logger.info({}, 'stopped while start-up waited; nothing was read');
+    await telemetry.close();
+    return 0;
+  }
   let worker: StreamWorker;
   try {
     worker = await StreamWorker.start(config, { logger, telemetry: telemetry.forWorker(logger) });

@@ -312,6 +312,14 @@ export const configSchema = z
       .object({ timeoutMs: z.number().int().min(0).default(30_000) })
       .strict()
       .default({ timeoutMs: 30_000 }),
+    /**
+     * How long `run` waits at start for brokers, Redis and topics that are merely absent (not up
+     * yet, not yet created) before giving up with exit 1; 0 asks once (src/worker/startup-wait.ts).
+     */
+    startup: z
+      .object({ timeoutMs: z.number().int().min(0).default(300_000) })
+      .strict()
+      .default({ timeoutMs: 300_000 }),
     /** Metrics, health endpoints, traces and stats lines (docs/operations.md); off unless asked. */
     telemetry: telemetrySchema.prefault({}),
   })

@@ -32,6 +32,8 @@ export class HealthState {
   private readonly sources = new Map<string, SourceState>();
   private warm = false;
   private draining = false;
+  /** What start-up still waits for (a broker, Redis, a topic). */
+  private waiting: string[] = [];
   private failure: string | undefined;
   private readonly failureListeners = new Set<(reason: string) => void>();
 
@@ -81,6 +83,11 @@ export class HealthState {
     if (source.timer === undefined) this.armOutageCheck(name, source);
   }
 
+  /** What start-up still waits for; an empty list once everything answered. */
+  waitingFor(missing: readonly string[]): void {
+    this.waiting = [...missing];
+  }
+
   startDraining(): void {
     this.draining = true;
   }
@@ -104,6 +111,7 @@ export class HealthState {
   readiness(): HealthAnswer {
     const reasons: string[] = [];
     if (this.failure !== undefined) reasons.push(this.failure);
+    for (const missing of this.waiting) reasons.push(`start-up is waiting: ${missing}`);
     if (!this.warm) reasons.push('models are loading');
     if (this.draining) reasons.push('draining for shutdown');
     for (const [name, s] of this.sources) {

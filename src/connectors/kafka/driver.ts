@@ -170,6 +170,11 @@ export interface DriverFeatures {
 
 export interface KafkaDriver {
   readonly features: DriverFeatures;
+  /**
+   * The partition count of each of `topics` that exists (a missing one is absent); rejects when
+   * no broker answers. What start-up waits on, and how new partitions are noticed.
+   */
+  topicPartitions(topics: readonly string[]): Promise<Map<string, number>>;
   consumer(options: ConsumerOptions): KafkaConsumerDriver;
   producer(): KafkaProducerDriver;
   transactionalProducer(options: TransactionalProducerOptions): KafkaTransactionalProducerDriver;

@@ -66,6 +66,24 @@ export class KafkajsDriver implements KafkaDriver {
   private readonly explain: (err: unknown) => Error;
   private readonly logger: Logger;
 
+  async topicPartitions(topics: readonly string[]): Promise<Map<string, number>> {
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      const names = new Set(await admin.listTopics());
+      const existing = topics.filter((t) => names.has(t));
+      const counts = new Map<string, number>();
+      if (existing.length === 0) return counts;
+      const { topics: described } = await admin.fetchTopicMetadata({ topics: existing });
+      for (const t of described) counts.set(t.name, t.partitions.length);
+      return counts;
+    } catch (err) {
+      throw this.explain(err);
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  }
+
   constructor(options: KafkajsDriverOptions) {
     const { logger } = options;
     this.logger = logger;

@@ -11,7 +11,7 @@
 // - beginTransaction() registers the transactional id (fencing an older holder) the first time;
 //   cancel() ends the empty transaction locally, without a request;
 // - produced headers are a Map written entry by entry: a repeated name takes one Buffer key per value.
-import { Producer, type Message, type MessageToProduce } from '@platformatic/kafka';
+import { Admin, Producer, type Message, type MessageToProduce } from '@platformatic/kafka';
 
 type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
 import type { KafkaConnectionConfig } from '../../config/connection-schema.ts';
@@ -63,6 +63,27 @@ export class PlatformaticDriver implements KafkaDriver {
     this.client = platformaticClientOptions(options);
     const connection = options.connection;
     this.explain = (err) => kafkaConnectError(err, connection);
+  }
+
+  async topicPartitions(topics: readonly string[]): Promise<Map<string, number>> {
+    const admin = new Admin({ ...this.client });
+    try {
+      const names = new Set(await admin.listTopics());
+      const existing = topics.filter((t) => names.has(t));
+      const counts = new Map<string, number>();
+      if (existing.length === 0) return counts;
+      const metadata = await admin.metadata({
+        topics: existing,
+        autocreateTopics: false,
+        forceUpdate: true,
+      });
+      for (const [name, topic] of metadata.topics) counts.set(name, topic.partitionsCount);
+      return counts;
+    } catch (err) {
+      throw this.explain(err);
+    } finally {
+      await admin.close().catch(() => undefined);
+    }
   }
 
   consumer(options: ConsumerOptions): KafkaConsumerDriver {

@@ -106,7 +106,8 @@ export function redisReady(client: Redis, url: string): Promise<void> {
   });
 }
 
-function connectionErrorOf(err: unknown, url: string): ConnectionError {
+/** The ConnectionError for a refusal no reconnect can fix, naming connections.redis and the fix. */
+export function connectionErrorOf(err: unknown, url: string): ConnectionError {
   const message = redactText(err instanceof Error ? err.message : String(err));
   const where = redactText(url);
   const fix = FATAL_REPLY.test(message)

@@ -1,0 +1,86 @@
+// What a config's routes need from outside before the worker starts: the Kafka cluster with every
+// topic a route reads or writes, and Redis. Each is a start-up Dependency (startup-wait.ts).
+import { Redis } from 'ioredis';
+import type { SinkConfig, SourceConfig, WorkerConfig } from '../config/schema.ts';
+import type { Logger } from '../logger.ts';
+import { redactText } from '../redaction.ts';
+import { kafkaDriverFor } from '../connectors/kafka/driver-for.ts';
+import {
+  connectionErrorOf,
+  isFatalRedisError,
+  redisTargetOf,
+} from '../connectors/redis/redis-connection.ts';
+import type { Dependency } from './startup-wait.ts';
+
+/** Where a route uses a topic: what the log says is missing. */
+interface TopicUse {
+  topic: string;
+  uses: string[];
+}
+
+export function startupDependencies(config: WorkerConfig, logger: Logger): Dependency[] {
+  const topics = new Map<string, TopicUse>();
+  let redis = false;
+  const note = (end: SourceConfig | SinkConfig | undefined, route: string, role: string): void => {
+    if (end === undefined) return;
+    if (end.type === 'kafka') {
+      const use = topics.get(end.topic) ?? { topic: end.topic, uses: [] };
+      use.uses.push(`route ${route}'s ${role}`);
+      topics.set(end.topic, use);
+    } else if (end.type === 'bullmq' || end.type === 'redis-stream') redis = true;
+  };
+  config.routes.forEach((route, i) => {
+    const name = route.name ?? `route-${i}`;
+    note(route.source, name, 'input');
+    note(route.sink, name, 'output');
+    note(route.dlq, name, 'dead-letter topic');
+  });
+  const dependencies: Dependency[] = [];
+  const kafka = config.connections.kafka;
+  if (topics.size > 0 && kafka !== undefined) {
+    const driver = kafkaDriverFor(config, logger);
+    dependencies.push({
+      name: `Kafka at ${kafka.brokers.join(',')}`,
+      async missing() {
+        const found = await driver.topicPartitions([...topics.keys()]);
+        return [...topics.values()]
+          .filter((t) => !found.has(t.topic))
+          .map((t) => `topic ${t.topic} (${t.uses.join(', ')}) does not exist`);
+      },
+    });
+  }
+  if (redis) dependencies.push(redisDependency(config));
+  return dependencies;
+}
+
+function redisDependency(config: WorkerConfig): Dependency {
+  const target = redisTargetOf(config, 'connections.redis');
+  return {
+    name: `Redis at ${redactText(target.url)}`,
+    async missing() {
+      // One attempt, no reconnect loop: the wait's own backoff decides when to ask again.
+      const client = new Redis(target.url, {
+        ...target.options,
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        connectTimeout: 5_000,
+      });
+      // A refused AUTH arrives as an 'error' event; connect() then only says the connection closed.
+      let emitted: unknown;
+      client.on('error', (err: unknown) => (emitted ??= err));
+      try {
+        await client.connect();
+        await client.ping();
+        return [];
+      } catch (err) {
+        for (const cause of [emitted, err])
+          if (isFatalRedisError(cause)) throw connectionErrorOf(cause, target.url);
+        throw err;
+      } finally {
+        client.disconnect();
+      }
+    },
+  };
+}
