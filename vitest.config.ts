@@ -21,6 +21,7 @@ const KAFKA_MATRIX = [
   'test/integration/kafka-generation.test.ts',
   'test/integration/kafka-source-sink.test.ts',
   'test/integration/kafka-compression.test.ts',
+  'test/integration/kafka-partitions-added.test.ts',
 ];
 
 export default defineConfig({

@@ -91,6 +91,11 @@ const kafkaSourceSchema = z
     /** The group drops a member that sends no heartbeat for this long. */
     sessionTimeoutMs: z.number().int().min(1).default(30_000),
     heartbeatIntervalMs: z.number().int().min(1).default(3_000),
+    /**
+     * How often the topic's partition count is asked; more partitions than before rejoin the
+     * group so that the new ones are read (Flink's partition discovery). 0: never.
+     */
+    partitionDiscoveryMs: z.number().int().min(0).default(30_000),
     /** Exactly-once: transactional ids are `<prefix>-<topic>-<partition>`; default `hugot-<groupId>`. */
     transactionalIdPrefix: z.string().min(1).optional(),
     /** Exactly-once: the broker aborts a transaction left open this long (a dead worker's). */

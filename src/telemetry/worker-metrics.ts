@@ -56,6 +56,9 @@ export class WorkerMetrics {
   private readonly inferenceSeconds;
   private readonly commitFailures;
   private readonly rebalances;
+  private readonly outages;
+  /** 1 while a route's source reads, 0 while it reconnects or failed. */
+  private readonly up = new Map<string, number>();
   private readonly ttft;
   private readonly generatedTokens;
   private readonly paused = new Map<string, number>();
@@ -83,6 +86,9 @@ export class WorkerMetrics {
     });
     this.rebalances = meter.createCounter('hugot_rebalances', {
       description: 'Consumer group (re)joins: each one reassigns partitions',
+    });
+    this.outages = meter.createCounter('hugot_source_outages', {
+      description: 'Outages of a route source: its broker or Redis gone, the source reconnecting',
     });
     this.ttft = meter.createHistogram('hugot_generation_ttft_seconds', {
       description: 'Time from submitting a generation request to its first token',
@@ -118,6 +124,14 @@ export class WorkerMetrics {
 
   commitFailed(route: string): void {
     this.commitFailures.add(1, { route });
+  }
+
+  sourceOutage(route: string): void {
+    this.outages.add(1, { route });
+  }
+
+  sourceUp(route: string, up: boolean): void {
+    this.up.set(route, up ? 1 : 0);
   }
 
   rebalanced(route: string): void {
@@ -174,6 +188,14 @@ export class WorkerMetrics {
           result.observe(this.engine?.queued(pipeline) ?? 0, { pipeline });
         for (const [pipeline, engine] of this.generative)
           result.observe(engine.pending, { pipeline });
+      });
+    meter
+      .createObservableGauge('hugot_source_up', {
+        description:
+          '1 while a route source reads, 0 while it reconnects after an outage or failed',
+      })
+      .addCallback((result) => {
+        for (const [route, value] of this.up) result.observe(value, { route });
       });
     meter
       .createObservableGauge('hugot_source_paused', {

@@ -3,7 +3,7 @@
 // tracing every method is a plain pass-through, so a worker with telemetry off runs the same
 // objects it would run without this file.
 import type { RouteConfig, SinkConfig } from '../config/schema.ts';
-import type { Source, SourceDeps } from '../connectors/source.ts';
+import type { Source, SourceDeps, SourceHealth } from '../connectors/source.ts';
 import type { BatchEngine, SubmitOptions } from '../engine/batch-engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
@@ -13,6 +13,7 @@ import type { GenerationSubmitter } from '../route/streamed-generation.ts';
 import type { HealthState } from './health.ts';
 import { LagMonitor, type LagSource } from './lag-monitor.ts';
 import { meteredGeneration } from './metered-generation.ts';
+import { outageLog } from './outage-log.ts';
 import type { RecordTracing } from './record-tracing.ts';
 import { TracedRouteRunner } from './traced-route-runner.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
@@ -33,9 +34,14 @@ export class WorkerTelemetry {
   private readonly lagSources: LagSource[] = [];
   private readonly unsubscribe: (() => void)[] = [];
   private lagMonitor: LagMonitor | undefined;
+  private readonly outages: (route: string, health: SourceHealth) => void;
 
   constructor(options: WorkerTelemetryOptions) {
     this.options = options;
+    this.outages = outageLog({
+      logger: options.logger,
+      onOutage: (route) => options.metrics?.sourceOutage(route),
+    });
     this.health = options.health;
     this.metrics = options.metrics;
     this.tracing = options.tracing;
@@ -89,11 +95,19 @@ export class WorkerTelemetry {
     const metrics = this.metrics;
     if (metrics === undefined) return {};
     metrics.sourcePaused(name, false);
+    metrics.sourceUp(name, true);
     this.unsubscribe.push(onPressure((p) => metrics.sourcePaused(name, p === 'pause')));
     return {
       onEvent: (event) =>
         event === 'rebalance' ? metrics.rebalanced(name) : metrics.commitFailed(name),
     };
+  }
+
+  /** A source's connection state: to /readyz, to the outage log, to hugot_source_up. */
+  sourceHealth(name: string, health: SourceHealth): void {
+    this.health.sourceHealth(name, health);
+    this.outages(name, health);
+    this.metrics?.sourceUp(name, health.state === 'healthy');
   }
 
   sourceStarted(name: string, source: Source): void {

@@ -107,7 +107,7 @@ export class StreamWorker {
     const runners: RouteRunner[] = [];
     const sinks: Sink[] = [];
     const healthListeners = new Set<(route: string, health: SourceHealth) => void>();
-    healthListeners.add((route, health) => observe.health.sourceHealth(route, health));
+    healthListeners.add((route, health) => observe.sourceHealth(route, health));
     try {
       for (const [i, route] of config.routes.entries()) {
         const name = route.name ?? `route-${i}`;

@@ -92,6 +92,10 @@ describe('a Redis restart under load (real Redis, real worker process)', () => {
       });
       expect(written).toBe(RECORDS);
       for (const r of records) expect(reader.ids.has(r.id)).toBe(true);
+      // The outage is in the log where it began and where it ended.
+      const log = worker.output();
+      expect(log, context()).toMatch(/outage began: Redis unreachable/);
+      expect(log, context()).toMatch(/outage over after \d+ ms \(\d+ reconnect attempts\)/);
       expect(await client.xlen(`${output}-dlq`)).toBe(0);
 
       worker.child.kill('SIGTERM');

@@ -20,7 +20,7 @@ import type {
 } from '../../src/connectors/kafka/driver.ts';
 import { KafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
 import type { SourceDeps, SourceEvent } from '../../src/connectors/source.ts';
-import { silentLogger } from '../../src/logger.ts';
+import { silentLogger, type Logger } from '../../src/logger.ts';
 import type { Outcome } from '../../src/route/processor.ts';
 import type { RouteRunner } from '../../src/route/route-runner.ts';
 
@@ -42,6 +42,11 @@ class FakeConsumer implements KafkaConsumerDriver {
     return Promise.resolve();
   }
   restart = (): Promise<void> => Promise.resolve();
+  rejoins = 0;
+  rejoin(): Promise<void> {
+    this.rejoins += 1;
+    return Promise.resolve();
+  }
   pause = (): void => undefined;
   resume = (): void => undefined;
   seek(position: TopicPartitionOffset): void {
@@ -210,13 +215,21 @@ function sourceWith(
   route: FakeRoute,
   events: SourceEvent[] = [],
   transactions?: FakeTransactions,
+  topic: { partitions: () => number; discoveryMs?: number; logger?: Logger } = {
+    partitions: () => 1,
+  },
 ) {
   const config = configSchema.parse({
     models: { m: { path: 'unused' } },
     pipelines: { p: { task: 'textClassification', model: 'm' } },
     routes: [
       {
-        source: { type: 'kafka', topic: TOPIC, groupId: 'g' },
+        source: {
+          type: 'kafka',
+          topic: TOPIC,
+          groupId: 'g',
+          ...(topic.discoveryMs !== undefined ? { partitionDiscoveryMs: topic.discoveryMs } : {}),
+        },
         pipeline: 'p',
         sink: { type: 'file', path: '-' },
       },
@@ -233,6 +246,7 @@ function sourceWith(
     features: FEATURES,
     consumer: () => consumer,
     transactionalProducer: () => transactions?.producer(),
+    topicPartitions: () => Promise.resolve(new Map([[TOPIC, topic.partitions()]])),
   } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route: routeConfig,
@@ -245,7 +259,7 @@ function sourceWith(
         ? undefined
         : ({ useTransactions: () => undefined } as unknown as SourceDeps['sink']),
     dlq: undefined,
-    logger: silentLogger,
+    logger: topic.logger ?? silentLogger,
     onEvent: (e) => events.push(e),
   };
   return new KafkaSource(routeConfig.source, deps, driver);
@@ -262,6 +276,31 @@ const until = <T>(check: () => T): Promise<T> =>
 const rounds = (): Promise<unknown> => sleep(40);
 
 describe('Kafka source through a fake driver', () => {
+  it('joins the group again when the topic gains partitions, and says so; not while it stays the same', async () => {
+    const consumer = new FakeConsumer();
+    let partitions = 2;
+    const lines: string[] = [];
+    const push = (_: object, message: string): void => void lines.push(message);
+    const logger: Logger = { debug: push, info: push, warn: push, error: push };
+    const source = sourceWith(consumer, new FakeRoute(), [], undefined, {
+      partitions: () => partitions,
+      discoveryMs: 10,
+      logger,
+    });
+    await source.start();
+    consumer.assign([0, 1]);
+    await sleep(60);
+    expect(consumer.rejoins).toBe(0);
+    partitions = 4;
+    await until(() => expect(consumer.rejoins).toBe(1));
+    expect(lines).toContain(
+      `topic ${TOPIC} grew from 2 to 4 partitions: joining the group again so that the new ones are read`,
+    );
+    await sleep(60);
+    expect(consumer.rejoins).toBe(1);
+    await source.stop();
+  });
+
   it('commits the contiguous written prefix only, in order', async () => {
     const consumer = new FakeConsumer();
     const route = new FakeRoute();

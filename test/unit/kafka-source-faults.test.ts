@@ -24,6 +24,7 @@ import { waitForProgress } from '../helpers/progress.ts';
 const TOPIC = 'in';
 
 class FakeConsumer implements KafkaConsumerDriver {
+  rejoin = (): Promise<void> => Promise.resolve();
   messages: DriverMessage[];
   position = 0n;
   paused = false;
@@ -138,7 +139,10 @@ function sourceWith(
   });
   const route = config.routes[0];
   if (route?.source.type !== 'kafka') throw new Error('the route needs a kafka source');
-  const driver = { consumer: () => consumer } as unknown as KafkaDriver;
+  const driver = {
+    consumer: () => consumer,
+    topicPartitions: () => Promise.resolve(new Map([[TOPIC, 1]])),
+  } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route,
     config,

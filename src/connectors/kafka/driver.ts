@@ -108,6 +108,11 @@ export interface KafkaConsumerDriver {
   onCrash(listener: (err: Error) => void): void;
   /** Connects and runs again with run()'s options and subscriptions, after a crash. */
   restart(): Promise<void>;
+  /**
+   * Joins the group again on fresh metadata, so that partitions added to the topic are assigned
+   * (the group's leader computes the assignment from its own view of the topic).
+   */
+  rejoin(): Promise<void>;
   /** Stops fetching, leaves the group and closes connections. */
   disconnect(): Promise<void>;
 }

@@ -54,10 +54,16 @@ export class KafkaSource implements Source {
   private readonly stopSignal = new AbortController();
   /** Failed writes per record (not counting outages), across the rewinds of its partition. */
   private readonly attempts: WriteAttempts;
+  private readonly driver: KafkaDriver;
+  /** The topic's partitions when last asked (partition discovery). */
+  private partitionCount: number | undefined;
+  private discovery: NodeJS.Timeout | undefined;
+  private discovering = false;
 
   constructor(options: KafkaSourceConfig, deps: SourceDeps, driver: KafkaDriver) {
     this.options = options;
     this.deps = deps;
+    this.driver = driver;
     this.attempts = new WriteAttempts(deps.config.delivery.maxAttempts);
     const exactlyOnce = deps.config.delivery.mode === 'exactly-once';
     this.features = driver.features;
@@ -114,6 +120,46 @@ export class KafkaSource implements Source {
       () => void this.commitAll(),
       this.deps.config.delivery.commitIntervalMs,
     );
+    if (this.options.partitionDiscoveryMs > 0) {
+      this.partitionCount = (await this.driver.topicPartitions([this.options.topic])).get(
+        this.options.topic,
+      );
+      this.discovery = setInterval(
+        () => void this.discoverPartitions(),
+        this.options.partitionDiscoveryMs,
+      );
+      this.discovery.unref();
+    }
+  }
+
+  /** Partitions added to the topic at run time are read once the group is joined again. */
+  private async discoverPartitions(): Promise<void> {
+    if (this.stopping || this.reconnecting !== undefined || this.discovering) return;
+    this.discovering = true;
+    try {
+      const count = (await this.driver.topicPartitions([this.options.topic])).get(
+        this.options.topic,
+      );
+      if (
+        count === undefined ||
+        this.partitionCount === undefined ||
+        count <= this.partitionCount
+      ) {
+        this.partitionCount ??= count;
+        return;
+      }
+      this.deps.logger.info(
+        { topic: this.options.topic, from: this.partitionCount, to: count },
+        `topic ${this.options.topic} grew from ${this.partitionCount} to ${count} partitions: joining the group again so that the new ones are read`,
+      );
+      this.partitionCount = count;
+      await this.consumer.rejoin();
+    } catch (err) {
+      // A broker that does not answer is the reconnect loop's to report; the next tick asks again.
+      this.deps.logger.debug({ err, topic: this.options.topic }, 'partition discovery failed');
+    } finally {
+      this.discovering = false;
+    }
   }
 
   async stop(): Promise<void> {
@@ -122,6 +168,7 @@ export class KafkaSource implements Source {
     this.stopSignal.abort();
     this.unsubscribe?.();
     clearInterval(this.timer);
+    clearInterval(this.discovery);
     this.consumer.pause(this.lanes.all().map((l) => l.tp));
     await new Promise<void>((resolve) => {
       this.idleWaiters.add(resolve);

@@ -264,6 +264,12 @@ class KafkajsConsumer implements KafkaConsumerDriver {
     });
   }
 
+  /** kafkajs has no rejoin of its own: a fresh membership, every partition from its commit. */
+  async rejoin(): Promise<void> {
+    await this.consumer.disconnect();
+    await this.restart();
+  }
+
   async restart(): Promise<void> {
     const options = this.runOptions;
     if (options === undefined) throw new Error('restart() before run()');

@@ -127,6 +127,13 @@ export class PlatformaticConsumer implements KafkaConsumerDriver {
     await this.run(options);
   }
 
+  async rejoin(): Promise<void> {
+    // The leader assigns from its cached metadata: refreshed first, or the new partitions would
+    // stay out of the assignment until the cache aged.
+    await this.consumer.metadata({ topics: [this.topic], forceUpdate: true });
+    await this.consumer.joinGroup({});
+  }
+
   pause(partitions: TopicPartition[]): void {
     for (const tp of partitions) {
       const state = this.states.get(laneKey(tp));

@@ -58,6 +58,13 @@ export class KafkaKit {
     });
   }
 
+  /** Grows a topic to `count` partitions (what an operator does to scale a topic out). */
+  async addPartitions(topic: string, count: number): Promise<void> {
+    await this.withAdmin((admin) =>
+      admin.createPartitions({ topicPartitions: [{ topic, count }] }),
+    );
+  }
+
   /** Sends raw values (Buffer or string) to chosen partitions, in order, in chunks. */
   async produce(
     topic: string,
