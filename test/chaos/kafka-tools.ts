@@ -64,6 +64,13 @@ export class KafkaTools {
     );
   }
 
+  /** Grows the topic to `count` partitions, as an operator scaling it out does. */
+  async addPartitions(topic: string, count: number): Promise<void> {
+    await this.withAdmin((admin) =>
+      admin.createPartitions({ topicPartitions: [{ topic, count }] }),
+    );
+  }
+
   /**
    * Sends in order, in chunks. A topic just created may not be served yet by its leader on a
    * loaded machine ("does not host this topic-partition"): the first send is retried.

@@ -16,6 +16,8 @@ import { killCycles } from './scenarios/kill-cycles.ts';
 import { redisRestart } from './scenarios/redis-restart.ts';
 import { sigtermUnderLoad } from './scenarios/sigterm.ts';
 import { sinkOutage } from './scenarios/sink-outage.ts';
+import { partitionsAdded } from './scenarios/partitions-added.ts';
+import { rebalanceStorm } from './scenarios/rebalance-storm.ts';
 import { ChaosServices } from './services.ts';
 import { WorkerPool } from './worker.ts';
 
@@ -43,6 +45,10 @@ const plan: { name: string; share: number; run: Scenario }[] = [
   { name: 'three-workers-one-killed', share: 0.15, run: groupKill },
   { name: 'sigterm-under-load', share: 0.1, run: sigtermUnderLoad },
   { name: 'sink-unavailable-60s', share: 0.15, run: sinkOutage },
+  // At least 20,000 records each through four workers joining and leaving (issue 34's floor).
+  { name: 'rebalance-storm-at-least-once', share: 0.2, run: rebalanceStorm('at-least-once') },
+  { name: 'rebalance-storm-exactly-once', share: 0.2, run: rebalanceStorm('exactly-once') },
+  { name: 'partitions-added', share: 0.05, run: partitionsAdded },
 ];
 
 function log(message: string): void {

@@ -34,6 +34,7 @@ export class ChaosWorker {
       log.write(chunk);
       this.tail = (this.tail + chunk.toString()).slice(-6_000);
       if (!this.running && this.tail.includes('"stream worker running"')) this.running = true;
+      for (const text of this.watched) if (this.tail.includes(text)) this.seen.add(text);
     };
     this.child.stdout?.on('data', keep);
     this.child.stderr?.on('data', keep);
@@ -44,6 +45,18 @@ export class ChaosWorker {
         resolve(this.ended);
       }),
     );
+  }
+
+  /** A scenario asked this worker to leave (it may still be draining). */
+  stopping = false;
+  private readonly watched = new Set<string>();
+  private readonly seen = new Set<string>();
+
+  /** Whether the log has shown `text` since watch(text) was called; the tail alone may not. */
+  watch(text: string): () => boolean {
+    this.watched.add(text);
+    if (this.tail.includes(text)) this.seen.add(text);
+    return () => this.seen.has(text);
   }
 
   get pid(): number {

@@ -84,7 +84,8 @@ describe('Kafka structured-output route (real broker, tiny LM)', () => {
           },
           pipeline: 'label',
           input: { field: 'text' },
-          output: { mode: 'merge', field: 'completion' },
+          // Our own keys: the structured-output mechanics (text, json, finishReason) are checked here.
+          output: { mode: 'merge', field: 'completion', keys: 'hugot' },
           generation: { timeoutMs: 60_000, optionsField: 'gen' },
           sink: { type: 'kafka', topic: output },
           dlq: { type: 'kafka', topic: dlq },

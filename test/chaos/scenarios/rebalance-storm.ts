@@ -1,0 +1,132 @@
+// A rebalance storm: up to four workers in one consumer group, one joining or one leaving
+// (SIGTERM) every few seconds while the input flows, so that the group rebalances again and
+// again mid-batch. At-least-once must lose nothing; exactly-once must lose nothing and, read with
+// read_committed, duplicate nothing. Every worker that leaves must drain and exit 0.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { kafkaSource, workerConfig } from '../routes.ts';
+import {
+  countOutputs,
+  failureText,
+  kafkaScenario,
+  terminate,
+  type ChaosContext,
+  type ScenarioResult,
+} from '../scenario.ts';
+import type { ChaosWorker } from '../worker.ts';
+
+const PARTITIONS = 8;
+const MAX_WORKERS = 4;
+/** A join or a leave every 3–6 s: shorter than a batch of partitions takes to drain on 2 cores. */
+const EVENT_MS = [3_000, 6_000] as const;
+
+export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
+  return async (ctx: ChaosContext, count: number): Promise<ScenarioResult> => {
+    const eos = mode === 'exactly-once';
+    const name = eos ? 'rebalance-storm-exactly-once' : 'rebalance-storm-at-least-once';
+    const { tag, input, output, groupId } = await kafkaScenario(
+      ctx,
+      eos ? 'storm-eos' : 'storm',
+      count,
+      PARTITIONS,
+    );
+    await ctx.kafka.createTopic(`${tag}-dlq`, 1);
+    const config = workerConfig({
+      brokers: ctx.services.brokers,
+      mode,
+      source: kafkaSource(input, groupId, {
+        maxInFlightPerPartition: 256,
+        ...(eos ? { transactionTimeoutMs: 10_000 } : {}),
+      }),
+      sink: { type: 'kafka', topic: output },
+      dlq: { type: 'kafka', topic: `${tag}-dlq` },
+    });
+    const failures: string[] = [];
+    const workers: ChaosWorker[] = [];
+    const leaving: Promise<void>[] = [];
+    let started = 0;
+    let joins = 0;
+    let leaves = 0;
+    const join = (): void => {
+      workers.push(ctx.workers.start(`${name}-w${started}`, config));
+      started += 1;
+    };
+    const leave = (worker: ChaosWorker): void => {
+      leaves += 1;
+      leaving.push(
+        terminate(worker, 90_000).then((code) => {
+          if (code !== 0) failures.push(`${worker.name} left with exit ${code}, not 0`);
+        }),
+      );
+    };
+    try {
+      join();
+      join();
+      let committed = 0;
+      let lastChange = performance.now();
+      while (committed < count) {
+        await sleep(EVENT_MS[0] + Math.random() * (EVENT_MS[1] - EVENT_MS[0]));
+        const now = await ctx.kafka.committedTotal(groupId, input);
+        if (now !== committed) lastChange = performance.now();
+        committed = now;
+        if (committed >= count) break;
+        if (performance.now() - lastChange > Math.max(ctx.stallMs, ctx.startMs))
+          throw new Error(
+            `${name}: commits stood still at ${committed} of ${count} for ${ctx.stallMs} ms`,
+          );
+        const alive = workers.filter((w) => w.alive() && !w.stopping);
+        const canLeave = alive.filter((w) => w.isRunning());
+        if (alive.length < MAX_WORKERS && (canLeave.length <= 1 || Math.random() < 0.5)) {
+          join();
+          joins += 1;
+        } else {
+          const worker = canLeave[Math.floor(Math.random() * canLeave.length)];
+          if (worker !== undefined) {
+            worker.stopping = true;
+            leave(worker);
+          }
+        }
+      }
+      ctx.log(`${name}: ${joins} joins and ${leaves} leaves while ${count} records flowed`);
+      for (const w of workers.filter((w) => w.alive() && !w.stopping)) {
+        w.stopping = true;
+        leave(w);
+      }
+      await Promise.all(leaving);
+    } catch (error) {
+      failures.push(failureText(error));
+    } finally {
+      for (const w of workers) await w.kill9();
+    }
+    if (joins + leaves < 6)
+      failures.push(
+        `only ${joins + leaves} joins and leaves before the input was done (too few records)`,
+      );
+    const outputs = await ctx.kafka.read(output, {
+      readCommitted: eos,
+      enough: (got) =>
+        countOutputs(
+          tag,
+          count,
+          got.map((r) => r.value),
+        ).lost === 0,
+    });
+    const counted = countOutputs(
+      tag,
+      count,
+      outputs.map((r) => r.value),
+    );
+    if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
+    if (eos && counted.duplicates > 0)
+      failures.push(`${counted.duplicates} duplicates under exactly-once (read_committed)`);
+    if (counted.strangers > 0) failures.push(`${counted.strangers} outputs without a known id`);
+    return {
+      name,
+      records: count,
+      lost: counted.lost,
+      duplicates: counted.duplicates,
+      mode,
+      failures,
+      details: { joins, leaves, workers: started, outputs: outputs.length },
+    };
+  };
+}
