@@ -21,7 +21,8 @@ export async function partitionsAdded(ctx: ChaosContext, count: number): Promise
   await ctx.kafka.createTopic(output, 2);
   const records = scenarioRecords(tag, count, 2);
   const half = Math.floor(count / 2);
-  await ctx.kafka.produce(input, records.slice(0, half));
+  // Small sends: two partitions' batches of the default chunk outgrow the broker's request limit.
+  await ctx.kafka.produce(input, records.slice(0, half), 500);
   const failures: string[] = [];
   const worker = ctx.workers.start(
     'partitions-added',
@@ -38,6 +39,7 @@ export async function partitionsAdded(ctx: ChaosContext, count: number): Promise
     await ctx.kafka.produce(
       input,
       records.slice(half).map((r, i) => ({ ...r, partition: 2 + (i % 2) })),
+      500,
     );
     await waitCommitted(ctx, groupId, input, count, [worker], 'partitions-added: all committed');
     if (!grew()) failures.push('the growth was not logged');

@@ -8,6 +8,7 @@ import {
   countOutputs,
   failureText,
   kafkaScenario,
+  scenarioRecords,
   terminate,
   type ChaosContext,
   type ScenarioResult,
@@ -16,19 +17,33 @@ import type { ChaosWorker } from '../worker.ts';
 
 const PARTITIONS = 8;
 const MAX_WORKERS = 4;
-/** A join or a leave every 3–6 s: shorter than a batch of partitions takes to drain on 2 cores. */
-const EVENT_MS = [3_000, 6_000] as const;
+/** A join or a leave every 1.5–3 s: often enough that rebalances overlap batches and drains. */
+const EVENT_MS = [1_500, 3_000] as const;
+const FEED_RECORDS = 250;
+const FEED_MS = 1_000;
+/** Joins and leaves the flow must see, or the storm tested too little. */
+const MIN_EVENTS = 10;
 
 export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
   return async (ctx: ChaosContext, count: number): Promise<ScenarioResult> => {
     const eos = mode === 'exactly-once';
     const name = eos ? 'rebalance-storm-exactly-once' : 'rebalance-storm-at-least-once';
+    // The input arrives while the storm rages, FEED_RECORDS every FEED_MS, rather than all
+    // before it: otherwise two workers finish it before a storm worth the name has begun.
     const { tag, input, output, groupId } = await kafkaScenario(
       ctx,
       eos ? 'storm-eos' : 'storm',
-      count,
+      0,
       PARTITIONS,
     );
+    const records = scenarioRecords(tag, count, PARTITIONS);
+    const feeding = (async () => {
+      for (let i = 0; i < records.length; i += FEED_RECORDS) {
+        await ctx.kafka.produce(input, records.slice(i, i + FEED_RECORDS));
+        await sleep(FEED_MS);
+      }
+    })();
+    feeding.catch(() => undefined); // awaited below; a failed send must not go unhandled meanwhile
     await ctx.kafka.createTopic(`${tag}-dlq`, 1);
     const config = workerConfig({
       brokers: ctx.services.brokers,
@@ -44,6 +59,7 @@ export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
     const workers: ChaosWorker[] = [];
     const leaving: Promise<void>[] = [];
     let started = 0;
+    /** Joins and leaves while the input flowed (the first two workers and the final stops aside). */
     let joins = 0;
     let leaves = 0;
     const join = (): void => {
@@ -51,7 +67,6 @@ export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
       started += 1;
     };
     const leave = (worker: ChaosWorker): void => {
-      leaves += 1;
       leaving.push(
         terminate(worker, 90_000).then((code) => {
           if (code !== 0) failures.push(`${worker.name} left with exit ${code}, not 0`);
@@ -83,9 +98,11 @@ export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
           if (worker !== undefined) {
             worker.stopping = true;
             leave(worker);
+            leaves += 1;
           }
         }
       }
+      await feeding;
       ctx.log(`${name}: ${joins} joins and ${leaves} leaves while ${count} records flowed`);
       for (const w of workers.filter((w) => w.alive() && !w.stopping)) {
         w.stopping = true;
@@ -97,7 +114,7 @@ export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
     } finally {
       for (const w of workers) await w.kill9();
     }
-    if (joins + leaves < 6)
+    if (joins + leaves < MIN_EVENTS)
       failures.push(
         `only ${joins + leaves} joins and leaves before the input was done (too few records)`,
       );
