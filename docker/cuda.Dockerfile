@@ -15,7 +15,7 @@ FROM ${NODE_IMAGE} AS build
 ENV ONNXRUNTIME_NODE_INSTALL=skip
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
-# Every other platform's onnxruntime-node and tokenizers native libraries out, 302 MiB on x64
+# Every other platform's onnxruntime-node and tokenizers native libraries out, 301.7 MiB on x64
 # (docker/Dockerfile says why and how). gpu:install below adds to linux/<arch>, which stays.
 RUN npm ci --omit=dev && npm cache clean --force \
   && arch="$(node -p process.arch)" \
