@@ -203,17 +203,30 @@ function judge(
         `processed (${out[0]?.value?.subarray(0, 120).toString('utf8') ?? ''}) though it should be refused`,
       );
     const o = out[0] as Landed;
-    const changed = insertionOnly(s.value ?? Buffer.alloc(0), o.value ?? Buffer.alloc(0), FIELD);
+    // A leading byte-order mark is dropped from JSON output (strict readers refuse it); every
+    // other byte of the input is kept.
+    const input = withoutBom(s.value ?? Buffer.alloc(0));
+    const changed = insertionOnly(input, o.value ?? Buffer.alloc(0), FIELD);
     if (changed !== undefined) return fail(name, `${id ?? ''} not faithful: ${changed}`);
     if (compareKeys) {
       const key = s.key === null ? null : Buffer.from(s.key);
       if (!(key === null ? o.key === null : o.key?.equals(key) === true))
         return fail(name, `${id ?? ''}: the key changed`);
-      const lost = headersKept(s.headers, o.headers);
+      // Incoming hugot.error.* headers are never passed on (they would spoof a dead letter).
+      const spoofed = Object.keys(o.headers ?? {}).find((h) => h.startsWith('hugot.error.'));
+      if (spoofed !== undefined) return fail(name, `${id ?? ''}: header ${spoofed} passed on`);
+      const kept = Object.fromEntries(
+        Object.entries(s.headers ?? {}).filter(([h]) => !h.startsWith('hugot.error.')),
+      );
+      const lost = headersKept(kept, o.headers);
       if (lost !== undefined) return fail(name, `${id ?? ''}: ${lost}`);
     }
   });
   return { failures, messages };
+}
+
+function withoutBom(bytes: Buffer): Buffer {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
 }
 
 /** A path that exists outside the root and one that does not must be refused in the same words. */
