@@ -2,7 +2,7 @@
 // it gives back: records in, lost, duplicates and the checks that failed, in words.
 import { randomBytes } from 'node:crypto';
 import { waitForProgress } from '../helpers/progress.ts';
-import type { KafkaTools } from './kafka-tools.ts';
+import type { Consumed, KafkaTools } from './kafka-tools.ts';
 import { idOf, recordValue } from './routes.ts';
 import type { ChaosServices } from './services.ts';
 import type { ChaosWorker, WorkerPool } from './worker.ts';
@@ -182,6 +182,30 @@ export async function kafkaOutputValues(
     enough: (got) => got.length >= count,
   });
   return outputs.map((r) => r.value);
+}
+
+/**
+ * Reads a scenario's outputs (read_committed under exactly-once) until none is lost or reading
+ * stalls, and adds to `failures` what the delivery mode forbids: a lost record, a duplicate
+ * under exactly-once, an output without a known id.
+ */
+export async function readAndCount(
+  ctx: ChaosContext,
+  scenario: { tag: string; count: number; output: string; eos: boolean },
+  failures: string[],
+): Promise<{ outputs: Consumed[]; lost: number; duplicates: number }> {
+  const { tag, count, output, eos } = scenario;
+  const values = (records: readonly Consumed[]) => records.map((r) => r.value);
+  const outputs = await ctx.kafka.read(output, {
+    readCommitted: eos,
+    enough: (got) => countOutputs(tag, count, values(got)).lost === 0,
+  });
+  const counted = countOutputs(tag, count, values(outputs));
+  if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
+  if (eos && counted.duplicates > 0)
+    failures.push(`${counted.duplicates} duplicates under exactly-once (read_committed)`);
+  if (counted.strangers > 0) failures.push(`${counted.strangers} outputs without a known id`);
+  return { outputs, lost: counted.lost, duplicates: counted.duplicates };
 }
 
 /** The result of an at-least-once scenario: duplicates are allowed, a lost record fails it. */

@@ -89,11 +89,12 @@ export class FileSource implements Source {
     this.line += 1;
     const bytes = raw.at(-1) === 0x0d ? raw.subarray(0, -1) : raw;
     if (this.stopped || isBlankLine(bytes)) return;
+    const line = this.line;
     const record: SourceRecord = {
       value: Buffer.from(bytes),
       key: null,
       headers: {},
-      origin: { kind: 'file', path: this.path, line: this.line },
+      origin: { kind: 'file', path: this.path, line },
     };
     const ticket = this.writer.ticket();
     this.inFlight += 1;
@@ -111,7 +112,7 @@ export class FileSource implements Source {
           ),
       )
       .catch((err: unknown) => {
-        if (err instanceof SinkError) this.sinkFailed(err, record.origin);
+        if (err instanceof SinkError) this.sinkFailed(err, line);
         else this.deps.logger.error({ err, line: record.origin }, 'a record could not be written');
       })
       .finally(() => {
@@ -125,9 +126,9 @@ export class FileSource implements Source {
    * A sink that cannot write (a full disk) ends the route: reading on would only fail again.
    * Writes complete in input order, so the first failure names the first unwritten record.
    */
-  private sinkFailed(err: SinkError, origin: SourceRecord['origin']): void {
+  private sinkFailed(err: SinkError, line: number): void {
     if (this.firstUnwritten !== undefined) return;
-    this.firstUnwritten = origin.kind === 'file' ? origin.line : this.line;
+    this.firstUnwritten = line;
     this.stopped = true;
     this.reading = false;
     this.input?.pause();

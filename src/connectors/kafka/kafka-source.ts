@@ -22,6 +22,7 @@ import type {
   TopicPartition,
 } from './driver.ts';
 import { producedMessage } from './driver.ts';
+import { PartitionDiscovery } from './partition-discovery.ts';
 import { AssignedLanes } from './assigned-lanes.ts';
 import { TransactionCommitter } from './exactly-once.ts';
 import { PartitionLane } from './partition-lane.ts';
@@ -55,10 +56,7 @@ export class KafkaSource implements Source {
   /** Failed writes per record (not counting outages), across the rewinds of its partition. */
   private readonly attempts: WriteAttempts;
   private readonly driver: KafkaDriver;
-  /** The topic's partitions when last asked (partition discovery). */
-  private partitionCount: number | undefined;
-  private discovery: NodeJS.Timeout | undefined;
-  private discovering = false;
+  private discovery: PartitionDiscovery | undefined;
 
   constructor(options: KafkaSourceConfig, deps: SourceDeps, driver: KafkaDriver) {
     this.options = options;
@@ -121,44 +119,15 @@ export class KafkaSource implements Source {
       this.deps.config.delivery.commitIntervalMs,
     );
     if (this.options.partitionDiscoveryMs > 0) {
-      this.partitionCount = (await this.driver.topicPartitions([this.options.topic])).get(
-        this.options.topic,
-      );
-      this.discovery = setInterval(
-        () => void this.discoverPartitions(),
-        this.options.partitionDiscoveryMs,
-      );
-      this.discovery.unref();
-    }
-  }
-
-  /** Partitions added to the topic at run time are read once the group is joined again. */
-  private async discoverPartitions(): Promise<void> {
-    if (this.stopping || this.reconnecting !== undefined || this.discovering) return;
-    this.discovering = true;
-    try {
-      const count = (await this.driver.topicPartitions([this.options.topic])).get(
-        this.options.topic,
-      );
-      if (
-        count === undefined ||
-        this.partitionCount === undefined ||
-        count <= this.partitionCount
-      ) {
-        this.partitionCount ??= count;
-        return;
-      }
-      this.deps.logger.info(
-        { topic: this.options.topic, from: this.partitionCount, to: count },
-        `topic ${this.options.topic} grew from ${this.partitionCount} to ${count} partitions: joining the group again so that the new ones are read`,
-      );
-      this.partitionCount = count;
-      await this.consumer.rejoin();
-    } catch (err) {
-      // A broker that does not answer is the reconnect loop's to report; the next tick asks again.
-      this.deps.logger.debug({ err, topic: this.options.topic }, 'partition discovery failed');
-    } finally {
-      this.discovering = false;
+      this.discovery = new PartitionDiscovery({
+        driver: this.driver,
+        consumer: this.consumer,
+        topic: this.options.topic,
+        intervalMs: this.options.partitionDiscoveryMs,
+        logger: this.deps.logger,
+        busy: () => this.stopping || this.reconnecting !== undefined,
+      });
+      await this.discovery.start();
     }
   }
 
@@ -168,7 +137,7 @@ export class KafkaSource implements Source {
     this.stopSignal.abort();
     this.unsubscribe?.();
     clearInterval(this.timer);
-    clearInterval(this.discovery);
+    this.discovery?.stop();
     this.consumer.pause(this.lanes.all().map((l) => l.tp));
     await new Promise<void>((resolve) => {
       this.idleWaiters.add(resolve);

@@ -3,9 +3,9 @@
 // nothing; exactly-once must lose nothing and, read with read_committed, duplicate nothing.
 import { kafkaSource, workerConfig } from '../routes.ts';
 import {
-  countOutputs,
   failureText,
   kafkaScenario,
+  readAndCount,
   terminate,
   waitCommitted,
   waitOutputs,
@@ -67,24 +67,8 @@ export function killCycles(mode: 'at-least-once' | 'exactly-once', cycles: numbe
       failures.push(
         `only ${kills} of ${cycles} kill cycles ran before the input was done (too few records)`,
       );
-    const outputs = await ctx.kafka.read(output, {
-      readCommitted: eos,
-      enough: (got) =>
-        countOutputs(
-          tag,
-          count,
-          got.map((r) => r.value),
-        ).lost === 0,
-    });
-    const counted = countOutputs(
-      tag,
-      count,
-      outputs.map((r) => r.value),
-    );
-    if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-    if (eos && counted.duplicates > 0)
-      failures.push(`${counted.duplicates} duplicates under exactly-once (read_committed)`);
-    if (counted.strangers > 0) failures.push(`${counted.strangers} outputs without a known id`);
+    const counted = await readAndCount(ctx, { tag, count, output, eos }, failures);
+    const { outputs } = counted;
     const sizes = outputs.slice(0, 200).map((r) => r.value?.length ?? 0);
     return {
       name,

@@ -5,9 +5,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { kafkaSource, workerConfig } from '../routes.ts';
 import {
-  countOutputs,
   failureText,
   kafkaScenario,
+  readAndCount,
   scenarioRecords,
   terminate,
   type ChaosContext,
@@ -118,24 +118,8 @@ export function rebalanceStorm(mode: 'at-least-once' | 'exactly-once') {
       failures.push(
         `only ${joins + leaves} joins and leaves before the input was done (too few records)`,
       );
-    const outputs = await ctx.kafka.read(output, {
-      readCommitted: eos,
-      enough: (got) =>
-        countOutputs(
-          tag,
-          count,
-          got.map((r) => r.value),
-        ).lost === 0,
-    });
-    const counted = countOutputs(
-      tag,
-      count,
-      outputs.map((r) => r.value),
-    );
-    if (counted.lost > 0) failures.push(`${counted.lost} records lost`);
-    if (eos && counted.duplicates > 0)
-      failures.push(`${counted.duplicates} duplicates under exactly-once (read_committed)`);
-    if (counted.strangers > 0) failures.push(`${counted.strangers} outputs without a known id`);
+    const counted = await readAndCount(ctx, { tag, count, output, eos }, failures);
+    const { outputs } = counted;
     return {
       name,
       records: count,
