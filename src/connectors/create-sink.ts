@@ -1,6 +1,7 @@
 // Sink type in the config -> the class that writes it.
 import type { SinkConfig, WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
+import type { ConnectionHealth } from './connection-health.ts';
 import { redisTargetOf } from './redis/redis-connection.ts';
 import { BullmqSink } from './redis/bullmq-sink.ts';
 import { kafkaDriverFor } from './kafka/driver-for.ts';
@@ -14,6 +15,13 @@ export interface SinkContext {
   logger: Logger;
   /** Dead letters keep headers and raw bytes; outputs are written as their value. */
   deadLetters: boolean;
+  /** Hears the sink's connection state (sinks that hold a connection: Kafka, Redis). */
+  onHealth?: ((health: ConnectionHealth) => void) | undefined;
+}
+
+/** Whether the sink holds a broker connection whose outages it reports. */
+export function sinkConnects(sink: SinkConfig): boolean {
+  return sink.type === 'kafka' || sink.type === 'bullmq' || sink.type === 'redis-stream';
 }
 
 export function createSink(sink: SinkConfig, context: SinkContext): Sink | undefined {
@@ -29,18 +37,19 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
         queue: sink.queue,
         jobName: sink.jobName,
         deadLetters: context.deadLetters,
+        onHealth: context.onHealth,
       });
     case 'redis-stream':
       return new RedisStreamSink({
         redis: redisTargetOf(context.config, 'sink'),
         stream: sink.stream,
         ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
+        onHealth: context.onHealth,
       });
     case 'kafka':
-      return new KafkaSink(
-        sink.topic,
-        kafkaDriverFor(context.config, context.logger).producer(),
-        sink.maxMessageBytes,
-      );
+      return new KafkaSink(sink.topic, kafkaDriverFor(context.config, context.logger).producer(), {
+        maxRecordBytes: sink.maxMessageBytes,
+        onHealth: context.onHealth,
+      });
   }
 }

@@ -3,6 +3,7 @@
 import type { Pressure } from '../batching/batch-queue.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
+import type { ConnectionHealth } from './connection-health.ts';
 import type { Sink } from '../route/sink.ts';
 import type { RouteRunner } from '../route/route-runner.ts';
 
@@ -16,12 +17,8 @@ export interface SourceDeps {
   sink: Sink | undefined;
   dlq: Sink | undefined;
   logger: Logger;
-  /**
-   * Hears the source's connection state: 'degraded' while it reconnects to its broker (it keeps
-   * trying, with backoff), 'healthy' once it reads again, 'failed' when it gave up for good
-   * (the worker then stops; a source never exits the process itself).
-   */
-  onHealth?: (health: SourceHealth) => void;
+  /** Hears the source's connection state (connection-health.ts). */
+  onHealth?: (health: ConnectionHealth) => void;
   /** Hears what operators count (metrics): a failed commit or acknowledgement, a rebalance. */
   onEvent?: (event: SourceEvent) => void;
 }
@@ -40,11 +37,6 @@ export interface LagSample {
   of: LagLabels;
   lag: number;
 }
-
-export type SourceHealth =
-  | { state: 'healthy' }
-  | { state: 'degraded'; reason: string; attempt: number; sinceMs: number }
-  | { state: 'failed'; reason: string };
 
 export interface Source {
   start(): Promise<void>;

@@ -1,9 +1,11 @@
 // What /livez and /readyz answer (docs/operations.md#health). Ready: the models are warm, every
-// source has started and (Kafka) joined its group, nothing is reconnecting, and the worker is not
-// draining. Live: no source has failed for good. A source that reconnects for longer than the
-// outage bound counts as failed for good too: a worker that cannot read is better restarted by
-// its orchestrator than left up consuming nothing.
-import type { SourceHealth } from '../connectors/source.ts';
+// source has started and (Kafka) joined its group, no source or sink is reconnecting, and the
+// worker is not draining. Live: no source has failed for good. A source that reconnects for
+// longer than the outage bound counts as failed for good too: a worker that cannot read is better
+// restarted by its orchestrator than left up consuming nothing. A sink's outage turns readiness
+// red only: what it could not write is delivered again by the source, and a restart would not
+// bring its destination back.
+import type { ConnectionHealth } from '../connectors/connection-health.ts';
 
 export interface HealthOptions {
   /** A source degraded (reconnecting) this long is failed for good. */
@@ -17,19 +19,23 @@ export interface HealthAnswer {
   reasons: string[];
 }
 
-interface SourceState {
+interface EndState {
+  /** How readiness names it: "source r1", "sink of route r1". */
+  label: string;
+  /** Sinks: an outage makes the worker not ready, never failed. */
+  bounded: boolean;
   started: boolean;
   /** Kafka: ready only after the group assigned partitions (an empty assignment counts). */
   needsJoin: boolean;
   joined: boolean;
-  health: SourceHealth;
+  health: ConnectionHealth;
   degradedSince: number | undefined;
   timer: NodeJS.Timeout | undefined;
 }
 
 export class HealthState {
   private readonly options: Required<HealthOptions>;
-  private readonly sources = new Map<string, SourceState>();
+  private readonly ends = new Map<string, EndState>();
   private warm = false;
   private draining = false;
   /** What start-up still waits for (a broker, Redis, a topic). */
@@ -47,7 +53,9 @@ export class HealthState {
   }
 
   addSource(name: string, needsJoin: boolean): void {
-    this.sources.set(name, {
+    this.ends.set(name, {
+      label: `source ${name}`,
+      bounded: true,
       started: false,
       needsJoin,
       joined: false,
@@ -57,14 +65,28 @@ export class HealthState {
     });
   }
 
+  /** A route's sink or DLQ, under a key of its own; reconnects make the worker not ready. */
+  addSink(key: string, label: string): void {
+    this.ends.set(key, {
+      label,
+      bounded: false,
+      started: true,
+      needsJoin: false,
+      joined: true,
+      health: { state: 'healthy' },
+      degradedSince: undefined,
+      timer: undefined,
+    });
+  }
+
   sourceStarted(name: string): void {
-    const source = this.sources.get(name);
+    const source = this.ends.get(name);
     if (source !== undefined) source.started = true;
   }
 
-  /** A source's report (SourceDeps.onHealth). 'healthy' after a join or a reconnect. */
-  sourceHealth(name: string, health: SourceHealth): void {
-    const source = this.sources.get(name);
+  /** A source's or sink's report (SourceDeps.onHealth). 'healthy' after a join or a reconnect. */
+  connectionHealth(name: string, health: ConnectionHealth): void {
+    const source = this.ends.get(name);
     if (source === undefined) return;
     source.health = health;
     if (health.state === 'healthy') {
@@ -76,11 +98,11 @@ export class HealthState {
     }
     if (health.state === 'failed') {
       clearTimeout(source.timer);
-      this.fail(`source ${name} failed for good: ${health.reason}`);
+      this.fail(`${source.label} failed for good: ${health.reason}`);
       return;
     }
     source.degradedSince ??= this.options.now() - health.sinceMs;
-    if (source.timer === undefined) this.armOutageCheck(name, source);
+    if (source.bounded && source.timer === undefined) this.armOutageCheck(source);
   }
 
   /** What start-up still waits for; an empty list once everything answered. */
@@ -114,20 +136,20 @@ export class HealthState {
     for (const missing of this.waiting) reasons.push(`start-up is waiting: ${missing}`);
     if (!this.warm) reasons.push('models are loading');
     if (this.draining) reasons.push('draining for shutdown');
-    for (const [name, s] of this.sources) {
-      if (!s.started) reasons.push(`source ${name} is starting`);
+    for (const s of this.ends.values()) {
+      if (!s.started) reasons.push(`${s.label} is starting`);
       else if (s.health.state === 'degraded')
-        reasons.push(`source ${name} is reconnecting: ${s.health.reason}`);
-      else if (s.needsJoin && !s.joined) reasons.push(`source ${name} has not joined its group`);
+        reasons.push(`${s.label} is reconnecting: ${s.health.reason}`);
+      else if (s.needsJoin && !s.joined) reasons.push(`${s.label} has not joined its group`);
     }
     return { ok: reasons.length === 0, reasons };
   }
 
   close(): void {
-    for (const source of this.sources.values()) clearTimeout(source.timer);
+    for (const source of this.ends.values()) clearTimeout(source.timer);
   }
 
-  private armOutageCheck(name: string, source: SourceState): void {
+  private armOutageCheck(source: EndState): void {
     const since = source.degradedSince ?? this.options.now();
     const left = Math.max(0, since + this.options.sourceOutageMs - this.options.now());
     source.timer = setTimeout(() => {
@@ -136,9 +158,9 @@ export class HealthState {
       const outage = this.options.now() - source.degradedSince;
       if (outage >= this.options.sourceOutageMs) {
         this.fail(
-          `source ${name} could not reconnect for ${Math.round(outage)} ms (health.sourceOutageMs ${this.options.sourceOutageMs}): ${source.health.reason}`,
+          `${source.label} could not reconnect for ${Math.round(outage)} ms (health.sourceOutageMs ${this.options.sourceOutageMs}): ${source.health.reason}`,
         );
-      } else this.armOutageCheck(name, source);
+      } else this.armOutageCheck(source);
     }, left);
     source.timer.unref();
   }

@@ -57,8 +57,11 @@ export class WorkerMetrics {
   private readonly commitFailures;
   private readonly rebalances;
   private readonly outages;
+  private readonly sinkOutages;
   /** 1 while a route's source reads, 0 while it reconnects or failed. */
   private readonly up = new Map<string, number>();
+  /** 1 while a route's sink (or DLQ) writes, 0 while it reconnects. */
+  private readonly sinksUp = new Map<string, { route: string; sink: string; value: number }>();
   private readonly ttft;
   private readonly generatedTokens;
   private readonly paused = new Map<string, number>();
@@ -89,6 +92,10 @@ export class WorkerMetrics {
     });
     this.outages = meter.createCounter('hugot_source_outages', {
       description: 'Outages of a route source: its broker or Redis gone, the source reconnecting',
+    });
+    this.sinkOutages = meter.createCounter('hugot_sink_outages', {
+      description:
+        'Outages of a route sink or DLQ (sink label output or dlq): its broker or Redis gone',
     });
     this.ttft = meter.createHistogram('hugot_generation_ttft_seconds', {
       description: 'Time from submitting a generation request to its first token',
@@ -132,6 +139,14 @@ export class WorkerMetrics {
 
   sourceUp(route: string, up: boolean): void {
     this.up.set(route, up ? 1 : 0);
+  }
+
+  sinkOutage(route: string, sink: 'output' | 'dlq'): void {
+    this.sinkOutages.add(1, { route, sink });
+  }
+
+  sinkUp(route: string, sink: 'output' | 'dlq', up: boolean): void {
+    this.sinksUp.set(`${sink}\u0000${route}`, { route, sink, value: up ? 1 : 0 });
   }
 
   rebalanced(route: string): void {
@@ -196,6 +211,14 @@ export class WorkerMetrics {
       })
       .addCallback((result) => {
         for (const [route, value] of this.up) result.observe(value, { route });
+      });
+    meter
+      .createObservableGauge('hugot_sink_up', {
+        description: '1 while a route sink or DLQ writes, 0 while it reconnects after an outage',
+      })
+      .addCallback((result) => {
+        for (const { route, sink, value } of this.sinksUp.values())
+          result.observe(value, { route, sink });
       });
     meter
       .createObservableGauge('hugot_source_paused', {

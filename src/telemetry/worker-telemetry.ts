@@ -3,7 +3,8 @@
 // tracing every method is a plain pass-through, so a worker with telemetry off runs the same
 // objects it would run without this file.
 import type { RouteConfig, SinkConfig } from '../config/schema.ts';
-import type { Source, SourceDeps, SourceHealth } from '../connectors/source.ts';
+import type { ConnectionHealth } from '../connectors/connection-health.ts';
+import type { Source, SourceDeps } from '../connectors/source.ts';
 import type { BatchEngine, SubmitOptions } from '../engine/batch-engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
@@ -13,7 +14,7 @@ import type { GenerationSubmitter } from '../route/streamed-generation.ts';
 import type { HealthState } from './health.ts';
 import { LagMonitor, type LagSource } from './lag-monitor.ts';
 import { meteredGeneration } from './metered-generation.ts';
-import { outageLog } from './outage-log.ts';
+import { outageLog, type OutageLog } from './outage-log.ts';
 import type { RecordTracing } from './record-tracing.ts';
 import { TracedRouteRunner } from './traced-route-runner.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
@@ -34,13 +35,16 @@ export class WorkerTelemetry {
   private readonly lagSources: LagSource[] = [];
   private readonly unsubscribe: (() => void)[] = [];
   private lagMonitor: LagMonitor | undefined;
-  private readonly outages: (route: string, health: SourceHealth) => void;
+  private readonly outages: OutageLog;
 
   constructor(options: WorkerTelemetryOptions) {
     this.options = options;
     this.outages = outageLog({
       logger: options.logger,
-      onOutage: (route) => options.metrics?.sourceOutage(route),
+      onOutage: (route, end) =>
+        end === 'source'
+          ? options.metrics?.sourceOutage(route)
+          : options.metrics?.sinkOutage(route, sinkLabel(end)),
     });
     this.health = options.health;
     this.metrics = options.metrics;
@@ -104,10 +108,26 @@ export class WorkerTelemetry {
   }
 
   /** A source's connection state: to /readyz, to the outage log, to hugot_source_up. */
-  sourceHealth(name: string, health: SourceHealth): void {
-    this.health.sourceHealth(name, health);
-    this.outages(name, health);
+  sourceHealth(name: string, health: ConnectionHealth): void {
+    this.health.connectionHealth(name, health);
+    this.outages(name, 'source', health);
     this.metrics?.sourceUp(name, health.state === 'healthy');
+  }
+
+  /**
+   * Where a route's sink (or DLQ) reports its connection state: to /readyz, to the outage log,
+   * to hugot_sink_up.
+   */
+  sinkHealth(route: string, end: 'sink' | 'dlq'): (health: ConnectionHealth) => void {
+    const key = `${end}\u0000${route}`;
+    this.health.addSink(key, `${end === 'sink' ? 'sink' : 'DLQ'} of route ${route}`);
+    const metrics = this.metrics;
+    metrics?.sinkUp(route, sinkLabel(end), true);
+    return (health) => {
+      this.health.connectionHealth(key, health);
+      this.outages(route, end, health);
+      metrics?.sinkUp(route, sinkLabel(end), health.state === 'healthy');
+    };
   }
 
   sourceStarted(name: string, source: Source): void {
@@ -139,6 +159,10 @@ export class WorkerTelemetry {
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     await this.lagMonitor?.stop();
   }
+}
+
+function sinkLabel(end: 'sink' | 'dlq'): 'output' | 'dlq' {
+  return end === 'sink' ? 'output' : 'dlq';
 }
 
 /** A sink's name for span names: its topic, queue or stream. */

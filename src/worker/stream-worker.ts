@@ -4,7 +4,7 @@
 // engines drain, sinks flush. Under full load the queues hold more than the shutdown budget can
 // run, so at half the budget what is still queued is given up (not acknowledged: the broker
 // delivers it again) and only the batches on the threads finish.
-import type { SourceHealth } from '../connectors/source.ts';
+import type { ConnectionHealth } from '../connectors/connection-health.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { createSource } from '../connectors/create-source.ts';
 import type { Source, SourceDeps } from '../connectors/source.ts';
@@ -12,7 +12,7 @@ import { BatchEngine, type BatchEngineOptions } from '../engine/batch-engine.ts'
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import { childLogger, type Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
-import { createSink } from '../connectors/create-sink.ts';
+import { createSink, sinkConnects } from '../connectors/create-sink.ts';
 import type { Sink } from '../route/sink.ts';
 import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
@@ -40,7 +40,7 @@ export class StreamWorker {
   private readonly logger: Logger;
   private stopping: Promise<void> | undefined;
   private observe!: WorkerTelemetry;
-  private readonly healthListeners: Set<(route: string, health: SourceHealth) => void>;
+  private readonly healthListeners: Set<(route: string, health: ConnectionHealth) => void>;
 
   private constructor(
     engine: BatchEngine | undefined,
@@ -49,7 +49,7 @@ export class StreamWorker {
     runners: RouteRunner[],
     sinks: Sink[],
     logger: Logger,
-    healthListeners: Set<(route: string, health: SourceHealth) => void>,
+    healthListeners: Set<(route: string, health: ConnectionHealth) => void>,
   ) {
     this.healthListeners = healthListeners;
     this.engine = engine;
@@ -106,17 +106,27 @@ export class StreamWorker {
     const sources: Source[] = [];
     const runners: RouteRunner[] = [];
     const sinks: Sink[] = [];
-    const healthListeners = new Set<(route: string, health: SourceHealth) => void>();
+    const healthListeners = new Set<(route: string, health: ConnectionHealth) => void>();
     healthListeners.add((route, health) => observe.sourceHealth(route, health));
     try {
       for (const [i, route] of config.routes.entries()) {
         const name = route.name ?? `route-${i}`;
         const routeLogger = childLogger(logger, { route: name });
-        const sink = createSink(route.sink, { config, logger: routeLogger, deadLetters: false });
+        const sink = createSink(route.sink, {
+          config,
+          logger: routeLogger,
+          deadLetters: false,
+          onHealth: sinkConnects(route.sink) ? observe.sinkHealth(name, 'sink') : undefined,
+        });
         const dlq =
           route.dlq === undefined
             ? undefined
-            : createSink(route.dlq, { config, logger: routeLogger, deadLetters: true });
+            : createSink(route.dlq, {
+                config,
+                logger: routeLogger,
+                deadLetters: true,
+                onHealth: sinkConnects(route.dlq) ? observe.sinkHealth(name, 'dlq') : undefined,
+              });
         for (const s of [sink, dlq]) if (s !== undefined) sinks.push(s);
         const task = config.pipelines[route.pipeline]?.task ?? '';
         const generation = generative.get(route.pipeline);
@@ -200,7 +210,7 @@ export class StreamWorker {
   }
 
   /** Hears every source's connection state (reconnecting, back, failed for good). */
-  onSourceHealth(listener: (route: string, health: SourceHealth) => void): () => void {
+  onSourceHealth(listener: (route: string, health: ConnectionHealth) => void): () => void {
     this.healthListeners.add(listener);
     return () => this.healthListeners.delete(listener);
   }

@@ -15,7 +15,8 @@ import type {
 } from '../../src/connectors/kafka/driver.ts';
 import { KafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
 import { KafkajsDriver } from '../../src/connectors/kafka/kafkajs-driver.ts';
-import type { SourceDeps, SourceHealth } from '../../src/connectors/source.ts';
+import type { ConnectionHealth } from '../../src/connectors/connection-health.ts';
+import type { SourceDeps } from '../../src/connectors/source.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { Outcome } from '../../src/route/processor.ts';
 import type { RouteRunner } from '../../src/route/route-runner.ts';
@@ -122,7 +123,7 @@ class FakeConsumer implements KafkaConsumerDriver {
 function sourceWith(
   consumer: FakeConsumer,
   runner: Pick<RouteRunner, 'decide' | 'write'>,
-  onHealth?: (health: SourceHealth) => void,
+  onHealth?: (health: ConnectionHealth) => void,
 ): KafkaSource {
   const config = configSchema.parse({
     models: { m: { path: 'unused' } },
@@ -209,7 +210,7 @@ describe('Kafka source faults', () => {
 
   it('a crashed consumer is restarted with backoff until it rejoins, then commits resume', async () => {
     const consumer = new FakeConsumer(200);
-    const health: SourceHealth['state'][] = [];
+    const health: ConnectionHealth['state'][] = [];
     const written: string[] = [];
     const source = sourceWith(
       consumer,

@@ -6,6 +6,7 @@ import type { KafkaProducerDriver, ProducedMessage } from '../../src/connectors/
 import { OutputRejectedError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { KafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
+import type { ConnectionHealth } from '../../src/connectors/connection-health.ts';
 import type { Sink } from '../../src/route/sink.ts';
 import { RecordProcessor, type Submit } from '../../src/route/processor.ts';
 import type { OutputRecord, SourceRecord } from '../../src/route/record.ts';
@@ -115,8 +116,14 @@ class FakeProducer implements KafkaProducerDriver {
   connect(): Promise<void> {
     return Promise.resolve();
   }
+  /** Fails every send as a client does with its broker gone. */
+  down = false;
   send(_topic: string, messages: ProducedMessage[]): Promise<void> {
     this.sends.push(messages);
+    if (this.down)
+      return Promise.reject(
+        Object.assign(new Error('Connection refused'), { name: 'KafkaJSConnectionError' }),
+      );
     if (messages.some((m) => (m.value?.length ?? 0) > this.refuseOver)) {
       const protocol = Object.assign(new Error('MESSAGE_TOO_LARGE'), { type: 'MESSAGE_TOO_LARGE' });
       return Promise.reject(
@@ -144,7 +151,7 @@ const out = (value: string): OutputRecord => ({
 describe('Kafka sink', () => {
   it('bounds each send by bytes as well as by count', async () => {
     const producer = new FakeProducer(Infinity);
-    const sink = new KafkaSink('t', producer, 2048);
+    const sink = new KafkaSink('t', producer, { maxRecordBytes: 2048 });
     await Promise.all(Array.from({ length: 10 }, (_, i) => sink.write(out(`${i}`.padEnd(500)))));
     expect(producer.accepted).toHaveLength(10);
     expect(producer.sends.length).toBeGreaterThan(2);
@@ -161,5 +168,30 @@ describe('Kafka sink', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(OutputRejectedError);
     expect(producer.accepted).toEqual(['a', 'c']);
+  });
+
+  it('reports a send that fails for the connection as an outage, and the next good send its end', async () => {
+    const producer = new FakeProducer(Infinity);
+    const reports: ConnectionHealth[] = [];
+    const sink = new KafkaSink('t', producer, { onHealth: (h) => reports.push(h) });
+    producer.down = true;
+    await expect(sink.write(out('a'))).rejects.toThrow('Connection refused');
+    await expect(sink.write(out('b'))).rejects.toThrow('Connection refused');
+    expect(reports.map((r) => (r.state === 'degraded' ? r.attempt : r.state))).toEqual([1, 2]);
+    expect(reports[0]).toMatchObject({ reason: 'Kafka unreachable (topic t): Connection refused' });
+    producer.down = false;
+    await sink.write(out('c'));
+    await sink.write(out('d'));
+    expect(reports.at(-1)).toEqual({ state: 'healthy' });
+    expect(reports).toHaveLength(3);
+    expect(producer.accepted).toEqual(['c', 'd']);
+  });
+
+  it('a refused output is no outage', async () => {
+    const producer = new FakeProducer(10);
+    const reports: ConnectionHealth[] = [];
+    const sink = new KafkaSink('t', producer, { onHealth: (h) => reports.push(h) });
+    await expect(sink.write(out('x'.repeat(20)))).rejects.toBeInstanceOf(OutputRejectedError);
+    expect(reports).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { SourceHealth } from '../../src/connectors/source.ts';
+import type { ConnectionHealth } from '../../src/connectors/connection-health.ts';
 import { reportRedisOutages } from '../../src/connectors/redis/redis-outage-reporter.ts';
 import { withTraceContext } from '../../src/connectors/redis/bullmq-sink.ts';
 
@@ -13,7 +13,7 @@ function fakeConnection(): EventEmitter & Redis {
 describe('reportRedisOutages', () => {
   it('degraded on each reconnect with attempt and outage length, healthy once ready', () => {
     const connection = fakeConnection();
-    const reports: SourceHealth[] = [];
+    const reports: ConnectionHealth[] = [];
     let clock = 1_000;
     let stopping = false;
     const stop = reportRedisOutages(connection, {

@@ -33,7 +33,7 @@ describe('HealthState', () => {
       ok: false,
       reasons: ['source events has not joined its group'],
     });
-    health.sourceHealth('events', { state: 'healthy' });
+    health.connectionHealth('events', { state: 'healthy' });
     expect(health.readiness()).toEqual({ ok: true, reasons: [] });
     health.startDraining();
     expect(health.readiness()).toEqual({ ok: false, reasons: ['draining for shutdown'] });
@@ -49,7 +49,7 @@ describe('HealthState', () => {
     health.addSource('stream', false);
     health.warmed();
     health.sourceStarted('stream');
-    health.sourceHealth('stream', {
+    health.connectionHealth('stream', {
       state: 'degraded',
       reason: 'ECONNREFUSED',
       attempt: 1,
@@ -73,10 +73,15 @@ describe('HealthState', () => {
     const health = new HealthState({ sourceOutageMs: 10_000, now: () => now });
     health.addSource('stream', false);
     health.sourceStarted('stream');
-    health.sourceHealth('stream', { state: 'degraded', reason: 'down', attempt: 1, sinceMs: 0 });
+    health.connectionHealth('stream', {
+      state: 'degraded',
+      reason: 'down',
+      attempt: 1,
+      sinceMs: 0,
+    });
     now = 5_000;
     vi.advanceTimersByTime(5_000);
-    health.sourceHealth('stream', { state: 'healthy' });
+    health.connectionHealth('stream', { state: 'healthy' });
     now = 20_000;
     vi.advanceTimersByTime(15_000);
     expect(health.liveness().ok).toBe(true);
@@ -87,13 +92,40 @@ describe('HealthState', () => {
     const failures: string[] = [];
     health.onFailure((reason) => failures.push(reason));
     health.addSource('jobs', false);
-    health.sourceHealth('jobs', { state: 'failed', reason: 'worker closed' });
-    health.sourceHealth('jobs', { state: 'failed', reason: 'again' });
+    health.connectionHealth('jobs', { state: 'failed', reason: 'worker closed' });
+    health.connectionHealth('jobs', { state: 'failed', reason: 'again' });
     expect(health.liveness()).toEqual({
       ok: false,
       reasons: ['source jobs failed for good: worker closed'],
     });
     expect(failures).toEqual(['source jobs failed for good: worker closed']);
+  });
+
+  it('a reconnecting sink makes the worker not ready, never failed, and ready again once back', () => {
+    vi.useFakeTimers();
+    let now = 0;
+    const health = new HealthState({ sourceOutageMs: 1_000, now: () => now });
+    health.addSource('enrich', false);
+    health.addSink('sink/enrich', 'sink of route enrich');
+    health.warmed();
+    health.sourceStarted('enrich');
+    expect(health.readiness().ok).toBe(true);
+    health.connectionHealth('sink/enrich', {
+      state: 'degraded',
+      reason: 'Redis unreachable (stream out)',
+      attempt: 1,
+      sinceMs: 0,
+    });
+    expect(health.readiness()).toEqual({
+      ok: false,
+      reasons: ['sink of route enrich is reconnecting: Redis unreachable (stream out)'],
+    });
+    // Far past the outage bound: what the sink could not write is delivered again by the source.
+    now = 60_000;
+    vi.advanceTimersByTime(60_000);
+    expect(health.liveness().ok).toBe(true);
+    health.connectionHealth('sink/enrich', { state: 'healthy' });
+    expect(health.readiness()).toEqual({ ok: true, reasons: [] });
   });
 });
 

@@ -8,7 +8,9 @@
 // transactions instead.
 import { producedMessage, type KafkaProducerDriver, type ProducedMessage } from './driver.ts';
 import { OutputRejectedError } from '../../errors.ts';
+import type { ConnectionHealth } from '../connection-health.ts';
 import { errorChain } from './kafka-security.ts';
+import { isTransient } from './write-attempts.ts';
 import type { OutputRecord } from '../../route/record.ts';
 import { recordBytes, type Sink, type TransactionStager } from '../../route/sink.ts';
 
@@ -16,6 +18,16 @@ const MAX_BATCH = 1000;
 
 /** Broker answers that refuse a message for what it is: sending it again cannot succeed. */
 const REJECTIONS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+export interface KafkaSinkOptions {
+  /** The topic's max message size (default 1 MiB, the broker's default). */
+  maxRecordBytes?: number | undefined;
+  /**
+   * Hears broker outages as sends see them: a send failing for the connection is 'degraded'
+   * (the records are delivered again by the source), the next send that succeeds 'healthy'.
+   */
+  onHealth?: ((health: ConnectionHealth) => void) | undefined;
+}
 
 interface Waiting {
   message: ProducedMessage;
@@ -32,12 +44,14 @@ export class KafkaSink implements Sink {
   private readonly waiting: Waiting[] = [];
   private sending: Promise<void> | undefined;
   private stager: TransactionStager | undefined;
+  private readonly onHealth: KafkaSinkOptions['onHealth'];
+  private outage: { since: number; attempt: number } | undefined;
 
-  /** `maxRecordBytes`: the topic's max message size (default 1 MiB, the broker's default). */
-  constructor(topic: string, producer: KafkaProducerDriver, maxRecordBytes = 1_048_576) {
+  constructor(topic: string, producer: KafkaProducerDriver, options: KafkaSinkOptions = {}) {
     this.topic = topic;
     this.producer = producer;
-    this.maxRecordBytes = maxRecordBytes;
+    this.maxRecordBytes = options.maxRecordBytes ?? 1_048_576;
+    this.onHealth = options.onHealth;
   }
 
   /** Exactly-once: from now on writes join the source's transactions (this producer stays idle). */
@@ -61,7 +75,16 @@ export class KafkaSink implements Sink {
         resolve,
         reject,
       });
-      this.sending ??= this.sendAll().finally(() => (this.sending = undefined));
+      this.startSending();
+    });
+  }
+
+  private startSending(): void {
+    this.sending ??= this.sendAll().finally(() => {
+      this.sending = undefined;
+      // A write that came after the last send's loop ended, but before this callback, would
+      // otherwise wait for a later write to carry it.
+      if (this.waiting.length > 0) this.startSending();
     });
   }
 
@@ -76,6 +99,7 @@ export class KafkaSink implements Sink {
       await this.connected;
     } catch (err) {
       this.connected = undefined;
+      this.failed(err);
       for (const w of this.waiting.splice(0)) w.reject(err);
       return;
     }
@@ -88,13 +112,34 @@ export class KafkaSink implements Sink {
           this.topic,
           batch.map((w) => w.message),
         );
+        this.sent();
         for (const w of batch) w.resolve();
       } catch (err) {
+        this.failed(err);
         if (!isRejection(err)) for (const w of batch) w.reject(err);
         else if (batch.length === 1) for (const w of batch) w.reject(rejected(err));
         else await this.sendOneByOne(batch);
       }
     }
+  }
+
+  private failed(err: unknown): void {
+    if (this.onHealth === undefined || !isTransient(err)) return;
+    this.outage ??= { since: performance.now(), attempt: 0 };
+    this.outage.attempt += 1;
+    const message = err instanceof Error ? err.message : String(err);
+    this.onHealth({
+      state: 'degraded',
+      reason: `Kafka unreachable (topic ${this.topic}): ${message}`,
+      attempt: this.outage.attempt,
+      sinceMs: Math.round(performance.now() - this.outage.since),
+    });
+  }
+
+  private sent(): void {
+    if (this.outage === undefined) return;
+    this.outage = undefined;
+    this.onHealth?.({ state: 'healthy' });
   }
 
   /** How many waiting writes the next send takes: up to MAX_BATCH and maxRecordBytes together. */
@@ -113,8 +158,10 @@ export class KafkaSink implements Sink {
     for (const w of batch) {
       try {
         await this.producer.send(this.topic, [w.message]);
+        this.sent();
         w.resolve();
       } catch (err) {
+        this.failed(err);
         w.reject(isRejection(err) ? rejected(err) : err);
       }
     }

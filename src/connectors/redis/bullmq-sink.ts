@@ -6,6 +6,8 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from './redis-connection.ts';
+import { reportRedisOutages } from './redis-outage-reporter.ts';
+import type { ConnectionHealth } from '../connection-health.ts';
 import { envelopeHeaders } from '../../route/headers.ts';
 import type { Headers, OutputRecord } from '../../route/record.ts';
 import type { Sink } from '../../route/sink.ts';
@@ -16,17 +18,26 @@ export interface BullmqSinkOptions {
   jobName: string;
   /** Dead letters are written as an envelope that keeps the raw bytes and headers. */
   deadLetters: boolean;
+  /** Hears Redis outages: writes wait them out (maxRetriesPerRequest: null). */
+  onHealth?: ((health: ConnectionHealth) => void) | undefined;
 }
 
 export class BullmqSink implements Sink {
   private readonly options: BullmqSinkOptions;
   private readonly connection: Redis;
   private readonly queue: Queue;
+  private readonly unwatch: () => void;
+  private closing = false;
 
   constructor(options: BullmqSinkOptions) {
     this.options = options;
     this.connection = connectRedis(options.redis, `hugot-bullmq-sink-${options.queue}`);
     this.queue = new Queue(options.queue, { connection: this.connection });
+    this.unwatch = reportRedisOutages(this.connection, {
+      reason: `Redis unreachable (BullMQ queue ${options.queue})`,
+      onHealth: options.onHealth,
+      stopping: () => this.closing,
+    });
   }
 
   async write(record: OutputRecord): Promise<void> {
@@ -38,6 +49,8 @@ export class BullmqSink implements Sink {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    this.unwatch();
     await this.queue.close();
     await closeRedis(this.connection);
   }

@@ -4,12 +4,12 @@
 // one (with the attempt number and how long it has lasted), `healthy` once the connection is
 // ready again. An outage longer than telemetry.health.sourceOutageMs then counts as failed.
 import type { Redis } from 'ioredis';
-import type { SourceHealth } from '../source.ts';
+import type { ConnectionHealth } from '../connection-health.ts';
 
 export interface RedisOutageReporterOptions {
   /** What is unreachable, in the report's words (e.g. "Redis unreachable (queue q)"). */
   reason: string;
-  onHealth: ((health: SourceHealth) => void) | undefined;
+  onHealth: ((health: ConnectionHealth) => void) | undefined;
   /** A reconnect while the source stops is its own doing, not an outage. */
   stopping: () => boolean;
   now?: () => number;

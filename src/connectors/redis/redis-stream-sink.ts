@@ -4,6 +4,8 @@
 // named `value` or `key` is written as `header.value` / `header.key` so it cannot shadow them.
 import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, type RedisTarget } from './redis-connection.ts';
+import { reportRedisOutages } from './redis-outage-reporter.ts';
+import type { ConnectionHealth } from '../connection-health.ts';
 import { headerPairs } from '../../route/headers.ts';
 import type { OutputRecord } from '../../route/record.ts';
 import type { Sink } from '../../route/sink.ts';
@@ -13,6 +15,8 @@ export interface RedisStreamSinkOptions {
   stream: string;
   /** Trims the stream to about this many entries (MAXLEN ~): Redis trims whole nodes, cheaply. */
   maxLength?: number;
+  /** Hears Redis outages: writes wait them out (maxRetriesPerRequest: null). */
+  onHealth?: ((health: ConnectionHealth) => void) | undefined;
 }
 
 export const RESERVED_FIELDS: ReadonlySet<string> = new Set(['value', 'key']);
@@ -20,11 +24,18 @@ export const RESERVED_FIELDS: ReadonlySet<string> = new Set(['value', 'key']);
 export class RedisStreamSink implements Sink {
   private readonly options: RedisStreamSinkOptions;
   private readonly client: Redis;
+  private readonly unwatch: () => void;
+  private closing = false;
 
   constructor(options: RedisStreamSinkOptions) {
     this.options = options;
     this.client = connectRedis(options.redis, `hugot-stream-sink-${options.stream}`, {
       autoPipelining: true,
+    });
+    this.unwatch = reportRedisOutages(this.client, {
+      reason: `Redis unreachable (stream ${options.stream})`,
+      onHealth: options.onHealth,
+      stopping: () => this.closing,
     });
   }
 
@@ -41,6 +52,8 @@ export class RedisStreamSink implements Sink {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    this.unwatch();
     await closeRedis(this.client);
   }
 }
