@@ -29,15 +29,13 @@ export function buildCli(out: Write, err: Write = out): Command {
     .description('run the stream worker described by a config file')
     .option('-c, --config <file>', 'YAML config file', 'config/demo.yaml')
     .action(async (options: { config: string }) => {
-      const [{ loadConfigFile }, { checkConnections }, { createCliLogger }, { runWorker }] =
-        await Promise.all([
-          import('../config/load-config.ts'),
-          import('../connectors/connection-checks.ts'),
-          import('./logger.ts'),
-          import('./run-command.ts'),
-        ]);
+      const [{ loadConfigFile }, { createCliLogger }, { runWorker }] = await Promise.all([
+        import('../config/load-config.ts'),
+        import('./logger.ts'),
+        import('./run-command.ts'),
+      ]);
+      // run reads the connections' secrets itself, once, before it starts anything.
       const config = await loadConfigFile(options.config);
-      checkConnections(config);
       process.exitCode = await runWorker(config, createCliLogger(), (text) =>
         process.stderr.write(text),
       );

@@ -9,6 +9,7 @@ import { Telemetry } from '../telemetry/telemetry.ts';
 import { showProgress } from './progress-bar.ts';
 import { StartupTimeoutError } from '../errors.ts';
 import { startupDependencies } from '../worker/startup-dependencies.ts';
+import { compileWorkerPlan } from '../worker/worker-plan.ts';
 import { waitForDependencies } from '../worker/startup-wait.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
@@ -22,6 +23,8 @@ export async function runWorker(
   out: (text: string) => void,
 ): Promise<number> {
   const started = performance.now();
+  // Secrets are read here, once, before anything listens or connects: a mistake is a ConfigError.
+  const plan = compileWorkerPlan(config, logger);
   // Listened for before the worker starts: a source can be writing (and a deployment can send
   // SIGTERM) while start() still waits on a slower route, and Node's default action would kill
   // the process mid-write. A signal during start() stops the worker as soon as it is up.
@@ -39,7 +42,7 @@ export async function runWorker(
   void stopSignal.then(() => stopWaiting.abort());
   let waited: 'ready' | 'stopped';
   try {
-    waited = await waitForDependencies(startupDependencies(config, logger), {
+    waited = await waitForDependencies(startupDependencies(plan), {
       logger,
       timeoutMs: config.startup.timeoutMs,
       signal: stopWaiting.signal,
@@ -58,7 +61,7 @@ export async function runWorker(
   }
   let worker: StreamWorker;
   try {
-    worker = await StreamWorker.start(config, { logger, telemetry: telemetry.forWorker(logger) });
+    worker = await StreamWorker.fromPlan(plan, { logger, telemetry: telemetry.forWorker(logger) });
   } catch (err) {
     await telemetry.close();
     throw err;

@@ -8,6 +8,7 @@ import { checkedAsWritten, checkWithSchema } from '../options/parse.ts';
 import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
 import { runtimeOptionsSchema } from '../runtime/runtime-options.ts';
 import { shardSchema } from '../shards/shard-spec.ts';
+import { DEFAULT_SHARDS } from '../shards/device-name.ts';
 import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
 import {
   generativePipelineSchema,
@@ -289,7 +290,7 @@ export const configSchema = z
       .record(name, pipelineSchema)
       .refine((p) => Object.keys(p).length > 0, 'at least one pipeline is needed'),
     routes: z.array(routeSchema).min(1),
-    shards: z.array(shardSchema).default(['cpu']),
+    shards: z.array(shardSchema).default([...DEFAULT_SHARDS]),
     batching: batchingSchema.optional(),
     connections: z
       .object({

@@ -1,14 +1,13 @@
 // Start-up checks of connections.*: every secret variable set, every certificate and key file
 // readable and well-formed, every mechanism given what it needs. `run` and `validate-config`
 // call this before anything connects, so a mistake is a ConfigError naming the field.
-import { kafkaSecurityOf } from './kafka/kafka-security.ts';
-import { redisTargetOf } from './redis/redis-connection.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { Environment } from '../config/secrets.ts';
+import { silentLogger } from '../logger.ts';
+import { Connections } from './connections.ts';
 
 export function checkConnections(config: WorkerConfig, env: Environment = process.env): void {
-  if (config.connections.kafka !== undefined) kafkaSecurityOf(config.connections.kafka, env);
-  if (config.connections.redis !== undefined) redisTargetOf(config, 'connections.redis', env);
+  Connections.resolve(config, silentLogger, env);
 }
 
 /** One line for `validate-config`: how each connection authenticates (never the secrets). */

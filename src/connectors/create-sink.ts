@@ -1,17 +1,16 @@
 // Sink type in the config -> the class that writes it.
-import type { SinkConfig, WorkerConfig } from '../config/schema.ts';
+import type { SinkConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { ConnectionHealth } from './connection-health.ts';
-import { redisTargetOf } from './redis/redis-connection.ts';
+import type { Connections } from './connections.ts';
 import { BullmqSink } from './redis/bullmq-sink.ts';
-import { kafkaDriverFor } from './kafka/driver-for.ts';
 import { FileSink } from './file/file-sink.ts';
 import { KafkaSink } from './kafka/kafka-sink.ts';
 import { RedisStreamSink } from './redis/redis-stream-sink.ts';
 import type { Sink } from '../route/sink.ts';
 
 export interface SinkContext {
-  config: WorkerConfig;
+  connections: Connections;
   logger: Logger;
   /** Dead letters keep headers and raw bytes; outputs are written as their value. */
   deadLetters: boolean;
@@ -33,7 +32,7 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
       return undefined;
     case 'bullmq':
       return new BullmqSink({
-        redis: redisTargetOf(context.config, 'sink'),
+        redis: context.connections.redis('sink'),
         queue: sink.queue,
         jobName: sink.jobName,
         deadLetters: context.deadLetters,
@@ -41,13 +40,13 @@ export function createSink(sink: SinkConfig, context: SinkContext): Sink | undef
       });
     case 'redis-stream':
       return new RedisStreamSink({
-        redis: redisTargetOf(context.config, 'sink'),
+        redis: context.connections.redis('sink'),
         stream: sink.stream,
         ...(sink.maxLength !== undefined ? { maxLength: sink.maxLength } : {}),
         onHealth: context.onHealth,
       });
     case 'kafka':
-      return new KafkaSink(sink.topic, kafkaDriverFor(context.config, context.logger).producer(), {
+      return new KafkaSink(sink.topic, context.connections.kafka('sink').producer(), {
         maxRecordBytes: sink.maxMessageBytes,
         onHealth: context.onHealth,
       });

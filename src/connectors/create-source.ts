@@ -1,7 +1,6 @@
 // Source type in the config -> the class that reads it.
 import { BullmqSource } from './redis/bullmq-source.ts';
 import { FileSource } from './file/file-source.ts';
-import { kafkaDriverFor } from './kafka/driver-for.ts';
 import { KafkaSource } from './kafka/kafka-source.ts';
 import { RedisStreamSource } from './redis/redis-stream-source.ts';
 import type { Source, SourceDeps } from './source.ts';
@@ -16,6 +15,6 @@ export function createSource(deps: SourceDeps): Source {
     case 'redis-stream':
       return new RedisStreamSource(source, deps);
     case 'kafka':
-      return new KafkaSource(source, deps, kafkaDriverFor(deps.config, deps.logger));
+      return new KafkaSource(source, deps, deps.connections.kafka('source'));
   }
 }

@@ -14,6 +14,7 @@ import { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
 import type { PipelineDefinition } from '../shards/protocol.ts';
 import { Shard } from '../shards/shard.ts';
 import { compileShard, type ShardOption } from '../shards/shard-spec.ts';
+import { DEFAULT_SHARDS } from '../shards/device-name.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext, type InputCost } from './input-cost.ts';
 
@@ -71,7 +72,7 @@ export class BatchEngine {
     const queues = new Map<string, BatchQueue<Pending>>();
     const costs = new Map<string, CostContext>();
     const tokenizers = new Map<string, Promise<TextTokenizer | undefined>>();
-    const specs = (options.shards ?? ['cpu']).map((shard, i) =>
+    const specs = (options.shards ?? DEFAULT_SHARDS).map((shard, i) =>
       compileShard(shard, `shards[${i}]`),
     );
     // One queue feeds every shard; a GPU among them wants the wide batches.

@@ -2,6 +2,7 @@
 // worker's config schema reuses this schema, so a defaults change here is the only one needed.
 import { z } from 'zod';
 import { prefixCacheSchema } from '../pipelines/generation/prefix-cache.ts';
+import { DEVICE_FORM, isDeviceName } from '../shards/device-name.ts';
 
 export const generativeEngineSchema = z
   .object({
@@ -9,10 +10,7 @@ export const generativeEngineSchema = z
      * 'cpu' or 'cuda:<id>': where every generation thread's session runs. On CUDA each step's
      * logits and KV cache come back to host memory (docs/gpu.md says why and what it costs).
      */
-    device: z
-      .string()
-      .regex(/^(cpu|cuda:\d+)$/, "device is 'cpu' or 'cuda:<device id>'")
-      .default('cpu'),
+    device: z.string().refine(isDeviceName, `device is ${DEVICE_FORM}`).default('cpu'),
     /** Generation threads, each with its own session, cache and step loop. Default 1. */
     threads: z.number().int().min(1).default(1),
     /** ONNX Runtime threads inside each generation thread. Default: cores / threads. */

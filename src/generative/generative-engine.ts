@@ -22,6 +22,7 @@ import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';
 import { compileSchedulerOptions, type SchedulerOptions } from './scheduler.ts';
+import { cudaDeviceId } from '../shards/device-name.ts';
 
 export interface GenerativeEngineOptions {
   model: ModelSpec;
@@ -90,16 +91,16 @@ export class GenerativeEngine {
     }
     const generation = options.generation ?? {};
     parseGenerationOptions(generation, 'generative.generation');
-    const cuda = /^cuda:(\d+)$/.exec(device);
+    const cuda = cudaDeviceId(device);
     // On a GPU the host only feeds the device: one ONNX Runtime thread per generation thread.
     const intra =
       intraOpThreads ??
-      (cuda !== null ? 1 : Math.max(1, Math.floor(availableParallelism() / threads)));
+      (cuda !== undefined ? 1 : Math.max(1, Math.floor(availableParallelism() / threads)));
     const runtime = {
       ...options.model.runtime,
       intraOpThreads: intra,
-      ...(cuda !== null
-        ? { executionProviders: [{ name: 'cuda' as const, deviceId: Number(cuda[1]) }] }
+      ...(cuda !== undefined
+        ? { executionProviders: [{ name: 'cuda' as const, deviceId: cuda }] }
         : {}),
     };
     const setup = {

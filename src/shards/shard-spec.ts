@@ -6,13 +6,14 @@ import { z } from 'zod';
 import { parseWithSchema } from '../options/parse.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { ExecutionProvider } from '../runtime/runtime-options.ts';
+import { cudaDeviceId, isDeviceName } from './device-name.ts';
 
 const SHARD_FORMS =
   "'cpu', 'cuda:<device id>', {device: cpu, threads?, intraOpThreads?} or {device: cuda, deviceId, threads?}";
 
 /** 'cpu' or 'cuda:<id>'; a GPU named the way other tools name it is pointed at its CUDA name. */
 const shardName = z.string().superRefine((name, ctx) => {
-  if (name === 'cpu' || /^cuda:\d+$/.test(name)) return;
+  if (isDeviceName(name)) return;
   const gpu = /^(?:gpu|cuda|device)[:\s_-]*(\d*)$/i.exec(name);
   const hint = gpu !== null ? `; did you mean 'cuda:${gpu[1] || '0'}'?` : didYouMean(name, ['cpu']);
   ctx.addIssue({
@@ -59,8 +60,8 @@ export function compileShard(
   cores = availableParallelism(),
 ): ShardSpec {
   const parsed = parseWithSchema(shardSchema, option, path);
-  if (typeof parsed === 'string' && parsed.startsWith('cuda:'))
-    return cudaShard(Number(parsed.slice(5)), defaultCudaThreads(cores));
+  const cuda = typeof parsed === 'string' ? cudaDeviceId(parsed) : undefined;
+  if (cuda !== undefined) return cudaShard(cuda, defaultCudaThreads(cores));
   if (typeof parsed === 'object' && parsed.device === 'cuda')
     return cudaShard(parsed.deviceId, parsed.threads ?? defaultCudaThreads(cores));
   const cpu: { threads?: number | undefined; intraOpThreads?: number | undefined } =

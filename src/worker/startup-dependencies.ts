@@ -1,16 +1,16 @@
 // What a config's routes need from outside before the worker starts: the Kafka cluster with every
 // topic a route reads or writes, and Redis. Each is a start-up Dependency (startup-wait.ts).
 import { Redis } from 'ioredis';
-import type { SinkConfig, SourceConfig, WorkerConfig } from '../config/schema.ts';
-import type { Logger } from '../logger.ts';
+import type { SinkConfig, SourceConfig } from '../config/schema.ts';
+import type { Connections } from '../connectors/connections.ts';
 import { redactText } from '../redaction.ts';
-import { kafkaDriverFor } from '../connectors/kafka/driver-for.ts';
 import {
   connectionErrorOf,
   isFatalRedisError,
-  redisTargetOf,
+  type RedisTarget,
 } from '../connectors/redis/redis-connection.ts';
 import type { Dependency } from './startup-wait.ts';
+import type { WorkerPlan } from './worker-plan.ts';
 
 /** Where a route uses a topic: what the log says is missing. */
 interface TopicUse {
@@ -18,7 +18,7 @@ interface TopicUse {
   uses: string[];
 }
 
-export function startupDependencies(config: WorkerConfig, logger: Logger): Dependency[] {
+export function startupDependencies(plan: WorkerPlan): Dependency[] {
   const topics = new Map<string, TopicUse>();
   let redis = false;
   const note = (end: SourceConfig | SinkConfig | undefined, route: string, role: string): void => {
@@ -29,18 +29,18 @@ export function startupDependencies(config: WorkerConfig, logger: Logger): Depen
       topics.set(end.topic, use);
     } else if (end.type === 'bullmq' || end.type === 'redis-stream') redis = true;
   };
-  config.routes.forEach((route, i) => {
-    const name = route.name ?? `route-${i}`;
+  for (const { name, route } of plan.routes) {
     note(route.source, name, 'input');
     note(route.sink, name, 'output');
     note(route.dlq, name, 'dead-letter topic');
-  });
+  }
   const dependencies: Dependency[] = [];
-  const kafka = config.connections.kafka;
-  if (topics.size > 0 && kafka !== undefined) {
-    const driver = kafkaDriverFor(config, logger);
+  const { connections } = plan;
+  const brokers = connections.kafkaBrokers;
+  if (topics.size > 0 && brokers !== undefined) {
+    const driver = connections.kafka('routes');
     dependencies.push({
-      name: `Kafka at ${kafka.brokers.join(',')}`,
+      name: `Kafka at ${brokers.join(',')}`,
       async missing() {
         const found = await driver.topicPartitions([...topics.keys()]);
         return [...topics.values()]
@@ -49,12 +49,12 @@ export function startupDependencies(config: WorkerConfig, logger: Logger): Depen
       },
     });
   }
-  if (redis) dependencies.push(redisDependency(config));
+  if (redis) dependencies.push(redisDependency(connections));
   return dependencies;
 }
 
-function redisDependency(config: WorkerConfig): Dependency {
-  const target = redisTargetOf(config, 'connections.redis');
+function redisDependency(connections: Connections): Dependency {
+  const target: RedisTarget = connections.redis('routes');
   return {
     name: `Redis at ${redactText(target.url)}`,
     async missing() {

@@ -8,13 +8,13 @@ import type { ConnectionHealth } from '../connectors/connection-health.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { createSource } from '../connectors/create-source.ts';
 import type { Source, SourceDeps } from '../connectors/source.ts';
-import { BatchEngine, type BatchEngineOptions } from '../engine/batch-engine.ts';
+import { BatchEngine } from '../engine/batch-engine.ts';
 import type { GenerativeEngine } from '../generative/generative-engine.ts';
 import { childLogger, type Logger } from '../logger.ts';
-import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import { createSink, sinkConnects } from '../connectors/create-sink.ts';
 import type { Sink } from '../route/sink.ts';
-import { isGenerative, startGenerativeEngines } from './generative-engines.ts';
+import { startGenerativeEngines } from './generative-engines.ts';
+import { compileWorkerPlan, type WorkerPlan } from './worker-plan.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
 import type { RouteRunner } from '../route/route-runner.ts';
 import type { RouteProgress } from '../telemetry/progress.ts';
@@ -60,8 +60,14 @@ export class StreamWorker {
     this.logger = logger;
   }
 
+  /** Compiles the config into its plan and starts from it. */
   static async start(config: WorkerConfig, options: StreamWorkerOptions): Promise<StreamWorker> {
+    return await StreamWorker.fromPlan(compileWorkerPlan(config, options.logger), options);
+  }
+
+  static async fromPlan(plan: WorkerPlan, options: StreamWorkerOptions): Promise<StreamWorker> {
     const { logger } = options;
+    const { config, connections, models } = plan;
     const observe =
       options.telemetry ??
       new WorkerTelemetry({
@@ -69,33 +75,18 @@ export class StreamWorker {
         lagIntervalMs: config.telemetry.lagIntervalMs,
         logger,
       });
-    const models: Record<string, ModelSpec> = {};
-    for (const [alias, model] of Object.entries(config.models)) {
-      models[alias] = {
-        path: model.path,
-        ...(model.onnxFile !== undefined ? { onnxFile: model.onnxFile } : {}),
-        ...(model.runtime !== undefined ? { runtime: model.runtime } : {}),
-      };
-    }
-    // Generative pipelines run on their own engines, so the batch engine does not load them.
-    const batchPipelines = Object.fromEntries(
-      Object.entries(config.pipelines).filter(([alias]) => !isGenerative(config, alias)),
-    );
-    const needsBatchEngine = config.routes.some((r) => !isGenerative(config, r.pipeline));
     const generative = await startGenerativeEngines(config, models, logger);
     let engine: BatchEngine | undefined;
     try {
-      engine = needsBatchEngine
-        ? await BatchEngine.start({
-            models,
-            // Validated with the config; the engine compiles them again, as it does for any caller.
-            pipelines: batchPipelines as BatchEngineOptions['pipelines'],
-            shards: config.shards,
-            ...(config.batching !== undefined ? { batching: config.batching } : {}),
-            logger,
-            ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
-          })
-        : undefined;
+      engine =
+        plan.batch !== undefined
+          ? await BatchEngine.start({
+              models,
+              ...plan.batch,
+              logger,
+              ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+            })
+          : undefined;
     } catch (err) {
       await Promise.allSettled([...generative.values()].map((g) => g.close('abort')));
       throw err;
@@ -109,11 +100,10 @@ export class StreamWorker {
     const healthListeners = new Set<(route: string, health: ConnectionHealth) => void>();
     healthListeners.add((route, health) => observe.sourceHealth(route, health));
     try {
-      for (const [i, route] of config.routes.entries()) {
-        const name = route.name ?? `route-${i}`;
+      for (const { name, route, task, pipelineOptions } of plan.routes) {
         const routeLogger = childLogger(logger, { route: name });
         const sink = createSink(route.sink, {
-          config,
+          connections,
           logger: routeLogger,
           deadLetters: false,
           onHealth: sinkConnects(route.sink) ? observe.sinkHealth(name, 'sink') : undefined,
@@ -122,13 +112,12 @@ export class StreamWorker {
           route.dlq === undefined
             ? undefined
             : createSink(route.dlq, {
-                config,
+                connections,
                 logger: routeLogger,
                 deadLetters: true,
                 onHealth: sinkConnects(route.dlq) ? observe.sinkHealth(name, 'dlq') : undefined,
               });
         for (const s of [sink, dlq]) if (s !== undefined) sinks.push(s);
-        const task = config.pipelines[route.pipeline]?.task ?? '';
         const generation = generative.get(route.pipeline);
         let submit: Submit;
         let onPressure: SourceDeps['onPressure'];
@@ -147,9 +136,8 @@ export class StreamWorker {
             batch.submit(pipeline, input, observe.submitOptions(record));
           onPressure = (listener) => batch.onPressure(route.pipeline, listener);
         }
-        const declared = config.pipelines[route.pipeline]?.options ?? {};
         const processor = new RecordProcessor(route, task, config.limits, submit, {
-          pipelineOptions: declared,
+          pipelineOptions,
         });
         const runner = observe.runner(
           {
@@ -165,7 +153,8 @@ export class StreamWorker {
         );
         const source = createSource({
           route,
-          config,
+          connections,
+          delivery: config.delivery,
           runner,
           onPressure,
           sink,

@@ -9,7 +9,9 @@ import { loadConfigFile, parseConfigText } from '../../src/config/load-config.ts
 import type { WorkerConfig } from '../../src/config/schema.ts';
 import { kafkaSecurityOf, kafkaConnectError } from '../../src/connectors/kafka/kafka-security.ts';
 import { ConfigError, ConnectionError } from '../../src/errors.ts';
-import { isFatalRedisError, redisTargetOf } from '../../src/connectors/redis/redis-connection.ts';
+import { isFatalRedisError } from '../../src/connectors/redis/redis-connection.ts';
+import { Connections } from '../../src/connectors/connections.ts';
+import { silentLogger } from '../../src/logger.ts';
 
 const TLS = join(import.meta.dirname, '..', 'fixtures', 'tls');
 const CA = join(TLS, 'ca.pem');
@@ -255,7 +257,9 @@ describe('connections.redis security', () => {
     tls: { caFile: ${CA}, checkHostname: false }`),
       {},
     );
-    const target = redisTargetOf(config, 'sink', { REDIS_USER: 'worker' });
+    const target = Connections.resolve(config, silentLogger, { REDIS_USER: 'worker' }).redis(
+      'sink',
+    );
     expect(target.url).toBe('rediss://redis.internal:6380/2');
     expect(target.options.username).toBe('worker');
     expect(target.options.password).toBe('redis-pw');

@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
+import { Connections } from '../../src/connectors/connections.ts';
 import type {
   Assignment,
   ConsumerRunOptions,
@@ -250,7 +251,9 @@ function sourceWith(
   } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route: routeConfig,
-    config,
+    // The source is handed its driver; it asks the connections for nothing.
+    connections: Connections.resolve(config, silentLogger, {}),
+    delivery: config.delivery,
     runner: route.runner() as RouteRunner,
     onPressure: () => () => undefined,
     // Exactly-once needs a sink that joins the transactions; this one stages nothing.

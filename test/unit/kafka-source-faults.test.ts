@@ -4,6 +4,7 @@
 // whose write fails every time must end in the DLQ after delivery.maxAttempts.
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
+import { Connections } from '../../src/connectors/connections.ts';
 import type {
   ConsumerRunOptions,
   DriverMessage,
@@ -146,7 +147,9 @@ function sourceWith(
   } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route,
-    config,
+    // The source is handed its driver; it asks the connections for nothing.
+    connections: Connections.resolve(config, silentLogger, {}),
+    delivery: config.delivery,
     runner: runner as RouteRunner,
     onPressure: () => () => undefined,
     sink: undefined,

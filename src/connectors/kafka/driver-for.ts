@@ -1,49 +1,36 @@
-// One Kafka client per worker config, shared by its sources and sinks: connections.kafka.client
-// picks the library. What a delivery mode would like and the client cannot do is said once, at
-// start-up, with what the driver does instead.
-import type { kafkaClients } from '../../config/connection-schema.ts';
+// The Kafka driver of a worker (connectors/connections.ts owns the one instance):
+// connections.kafka.client picks the library. What a delivery mode would like and the client
+// cannot do is said once, when the driver is made, with what the driver does instead.
+import type { KafkaConnectionConfig, kafkaClients } from '../../config/connection-schema.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
-import type { Environment } from '../../config/secrets.ts';
-import { ConfigError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { DriverFeatures, KafkaDriver } from './driver.ts';
-import { kafkaSecurityOf } from './kafka-security.ts';
+import type { KafkaSecurity } from './kafka-security.ts';
 import { KafkajsDriver } from './kafkajs-driver.ts';
 import { PlatformaticDriver } from './platformatic-driver.ts';
 
 type KafkaClient = (typeof kafkaClients)[number];
 
-const drivers = new WeakMap<WorkerConfig, KafkaDriver>();
-
-export function kafkaDriverFor(
-  config: WorkerConfig,
+export function createKafkaDriver(
+  kafka: KafkaConnectionConfig,
+  security: KafkaSecurity,
+  mode: WorkerConfig['delivery']['mode'],
   logger: Logger,
-  env: Environment = process.env,
 ): KafkaDriver {
-  const known = drivers.get(config);
-  if (known !== undefined) return known;
-  const kafka = config.connections.kafka;
-  if (kafka === undefined)
-    throw new ConfigError(
-      'a Kafka source or sink needs connections.kafka.brokers (for example [localhost:9092])',
-      { field: 'connections.kafka' },
-    );
   const common = {
     brokers: kafka.brokers,
     clientId: kafka.clientId,
     logger,
-    security: kafkaSecurityOf(kafka, env),
+    security,
     connection: kafka,
     connectionTimeoutMs: kafka.connectionTimeoutMs,
   };
-  const client = kafkaClientFor(config);
   const driver =
-    client === 'platformatic'
+    clientOf(kafka) === 'platformatic'
       ? new PlatformaticDriver(common)
       : new KafkajsDriver({ ...common, authenticationTimeoutMs: kafka.authenticationTimeoutMs });
-  for (const note of fallbacksOf(config.delivery.mode, driver.features))
-    logger.warn({ client: driver.features.client, mode: config.delivery.mode }, note);
-  drivers.set(config, driver);
+  for (const note of fallbacksOf(mode, driver.features))
+    logger.warn({ client: driver.features.client, mode }, note);
   return driver;
 }
 
@@ -56,7 +43,11 @@ export function kafkaDriverFor(
  * (docs/sources-and-sinks.md#which-client).
  */
 export function kafkaClientFor(config: WorkerConfig): KafkaClient {
-  return config.connections.kafka?.client ?? 'platformatic';
+  return clientOf(config.connections.kafka);
+}
+
+function clientOf(kafka: KafkaConnectionConfig | undefined): KafkaClient {
+  return kafka?.client ?? 'platformatic';
 }
 
 /** What the delivery mode would use and this client lacks, with the fallback in use. */

@@ -62,8 +62,8 @@ export class KafkaSource implements Source {
     this.options = options;
     this.deps = deps;
     this.driver = driver;
-    this.attempts = new WriteAttempts(deps.config.delivery.maxAttempts);
-    const exactlyOnce = deps.config.delivery.mode === 'exactly-once';
+    this.attempts = new WriteAttempts(deps.delivery.maxAttempts);
+    const exactlyOnce = deps.delivery.mode === 'exactly-once';
     this.features = driver.features;
     this.consumer = driver.consumer({
       groupId: options.groupId,
@@ -114,10 +114,7 @@ export class KafkaSource implements Source {
     await this.consumer.connect();
     await this.consumer.subscribe(this.options.topic, this.options.fromBeginning);
     await this.consumer.run({ onBatch: (batch) => this.take(batch) });
-    this.timer = setInterval(
-      () => void this.commitAll(),
-      this.deps.config.delivery.commitIntervalMs,
-    );
+    this.timer = setInterval(() => void this.commitAll(), this.deps.delivery.commitIntervalMs);
     if (this.options.partitionDiscoveryMs > 0) {
       this.discovery = new PartitionDiscovery({
         driver: this.driver,

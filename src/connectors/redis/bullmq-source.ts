@@ -15,7 +15,7 @@
 //                   and stays in BullMQ's failed set
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, redisReady, redisTargetOf } from './redis-connection.ts';
+import { closeRedis, connectRedis, redisReady } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { Outcome } from '../../route/processor.ts';
 import type { SourceRecord } from '../../route/record.ts';
@@ -63,7 +63,7 @@ export class BullmqSource implements Source {
   }
 
   async start(): Promise<void> {
-    const target = redisTargetOf(this.deps.config, 'source');
+    const target = this.deps.connections.redis('source');
     this.connection = connectRedis(target, `hugot-bullmq-${this.options.queue}`);
     // Wrong credentials or certificates fail the start with a clear error instead of a
     // reconnect loop that logs the refusal forever.

@@ -1,7 +1,7 @@
 // Redis connections for the BullMQ and Redis Streams ends of a route. Each end owns its
 // connections and quits them on close, so one route's shutdown never cuts another's.
 import { Redis, type RedisOptions } from 'ioredis';
-import type { WorkerConfig } from '../../config/schema.ts';
+import type { RedisConnectionConfig } from '../../config/connection-schema.ts';
 import { readSecret, readTls, secretSpec, type Environment } from '../../config/secrets.ts';
 import { ConfigError, ConnectionError } from '../../errors.ts';
 import { redactText } from '../../redaction.ts';
@@ -14,17 +14,8 @@ export interface RedisTarget {
   options: RedisOptions;
 }
 
-export function redisTargetOf(
-  config: WorkerConfig,
-  field: string,
-  env: Environment = process.env,
-): RedisTarget {
-  const redis = config.connections.redis;
-  if (redis === undefined) {
-    throw new ConfigError(`${field} uses Redis, but ${AT} is missing; add ${AT}.url`, {
-      field: AT,
-    });
-  }
+/** connections.redis with its secrets and TLS files read (Connections does it once per worker). */
+export function redisTargetOf(redis: RedisConnectionConfig, env: Environment): RedisTarget {
   const options: RedisOptions = {};
   const username = readSecret(secretSpec(redis, 'username'), AT, 'username', env);
   const password = readSecret(secretSpec(redis, 'password'), AT, 'password', env);

@@ -10,7 +10,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, redisReady, redisTargetOf } from './redis-connection.ts';
+import { closeRedis, connectRedis, redisReady } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { SourceRecord } from '../../route/record.ts';
 import type { LagSample, Source, SourceDeps } from '../source.ts';
@@ -54,7 +54,7 @@ export class RedisStreamSource implements Source {
   }
 
   async start(): Promise<void> {
-    const target = redisTargetOf(this.deps.config, 'source');
+    const target = this.deps.connections.redis('source');
     const { stream, group } = this.options;
     // No auto-pipelining here: ioredis then mangles callBuffer (XAUTOCLAIM read as raw bytes).
     this.client = connectRedis(target, `hugot-stream-${this.consumer}`);

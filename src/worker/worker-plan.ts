@@ -1,0 +1,77 @@
+// The validated config compiled once into what the worker assembles: its connections (secrets
+// read, the clients' owner made), the model specs, what the batch engine loads, and each route's
+// settings with its name and task. StreamWorker builds from this and nothing re-reads the config
+// behind it; start-up waits ask the same connections.
+import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
+import type { Environment } from '../config/secrets.ts';
+import { Connections } from '../connectors/connections.ts';
+import type { BatchEngineOptions } from '../engine/batch-engine.ts';
+import type { Logger } from '../logger.ts';
+import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import { isGenerative } from './generative-engines.ts';
+
+export interface RoutePlan {
+  /** `route.name`, else `route-<index>`: what logs, metrics and health call the route. */
+  name: string;
+  route: RouteConfig;
+  /** The task of the route's pipeline. */
+  task: string;
+  /** The pipeline's declared options, which a record may override field by field. */
+  pipelineOptions: Record<string, unknown>;
+  /** Runs on a generative engine of its own instead of the batch engine. */
+  generative: boolean;
+}
+
+export interface WorkerPlan {
+  /** The config the plan was compiled from, for the generative engines' own start. */
+  config: WorkerConfig;
+  connections: Connections;
+  models: Record<string, ModelSpec>;
+  /** What the batch engine loads; undefined when every route's pipeline is generative. */
+  batch: Pick<BatchEngineOptions, 'pipelines' | 'shards' | 'batching'> | undefined;
+  routes: RoutePlan[];
+}
+
+export function compileWorkerPlan(
+  config: WorkerConfig,
+  logger: Logger,
+  env: Environment = process.env,
+): WorkerPlan {
+  const models: Record<string, ModelSpec> = {};
+  for (const [alias, model] of Object.entries(config.models)) {
+    models[alias] = {
+      path: model.path,
+      ...(model.onnxFile !== undefined ? { onnxFile: model.onnxFile } : {}),
+      ...(model.runtime !== undefined ? { runtime: model.runtime } : {}),
+    };
+  }
+  const routes = config.routes.map((route, i): RoutePlan => {
+    const pipeline = config.pipelines[route.pipeline];
+    return {
+      name: route.name ?? `route-${i}`,
+      route,
+      task: pipeline?.task ?? '',
+      pipelineOptions: pipeline?.options ?? {},
+      generative: isGenerative(config, route.pipeline),
+    };
+  });
+  // Generative pipelines run on their own engines, so the batch engine does not load them.
+  const batchPipelines = Object.fromEntries(
+    Object.entries(config.pipelines).filter(([alias]) => !isGenerative(config, alias)),
+  );
+  const batch = routes.some((r) => !r.generative)
+    ? {
+        // Validated with the config: the schema's pipeline is the engine's pipeline definition.
+        pipelines: batchPipelines as BatchEngineOptions['pipelines'],
+        shards: config.shards,
+        ...(config.batching !== undefined ? { batching: config.batching } : {}),
+      }
+    : undefined;
+  return {
+    config,
+    connections: Connections.resolve(config, logger, env),
+    models,
+    batch,
+    routes,
+  };
+}
