@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { certificatesDirFor, saslSslListener } from './kafka-secure.ts';
+import { certificatesDirFor, saslSslListener, type SecureListener } from './kafka-secure.ts';
 import { startLogged, waitUntil, stopPid, stopFromPidFile, freePort } from './process-control.ts';
 
 export const KAFKA_VERSION = '4.1.1';
@@ -31,16 +31,6 @@ export interface LocalKafkaOptions extends KafkaInstallOptions {
   keepData?: boolean;
   /** A second, secured listener (kafka-secure.ts builds it: SASL_SSL with SCRAM users). */
   secure?: SecureListener;
-}
-
-export interface SecureListener {
-  /** Listener name and security protocol, e.g. SASL_SSL. */
-  protocol: 'SASL_SSL' | 'SSL' | 'SASL_PLAINTEXT';
-  port: number;
-  /** server.properties lines for it (keystore, JAAS, mechanisms). */
-  properties: string[];
-  /** Extra `kafka-storage format` arguments (--add-scram for SCRAM users). */
-  formatArgs: string[];
 }
 
 export interface LocalKafka {

@@ -3,8 +3,18 @@
 // unsecured (unsigned) JWTs, which Kafka accepts out of the box for development. SCRAM users are
 // created when the storage is formatted (kafka-storage format --add-scram).
 import { join } from 'node:path';
-import type { SecureListener } from './kafka-local.ts';
 import { makeCertificates, type LocalCertificates } from './tls-certificates.ts';
+
+/** A secured listener as kafka-local.ts adds it to a broker, knowing nothing of security. */
+export interface SecureListener {
+  /** Listener name and security protocol, e.g. SASL_SSL. */
+  protocol: 'SASL_SSL' | 'SSL' | 'SASL_PLAINTEXT';
+  port: number;
+  /** server.properties lines for it (keystore, JAAS, mechanisms). */
+  properties: string[];
+  /** Extra `kafka-storage format` arguments (--add-scram for SCRAM users). */
+  formatArgs: string[];
+}
 
 export interface KafkaUser {
   name: string;

@@ -2,7 +2,6 @@
 // its broker only once the route has written its output (or its dead letter).
 import type { Pressure } from '../batching/batch-queue.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
-import type { Connections } from './connections.ts';
 import type { Logger } from '../logger.ts';
 import type { ConnectionHealth } from './connection-health.ts';
 import type { Sink } from '../route/sink.ts';
@@ -10,8 +9,6 @@ import type { RouteRunner } from '../route/route-runner.ts';
 
 export interface SourceDeps {
   route: RouteConfig;
-  /** The worker's connections: its Kafka driver, its Redis target. */
-  connections: Connections;
   delivery: WorkerConfig['delivery'];
   runner: RouteRunner;
   /** The route's pipeline queue says 'pause' when it is full and 'resume' when it drained. */

@@ -22,7 +22,7 @@ import { tabularTask } from './tabular/tabular.ts';
 import { imageSegmentationTask } from './vision/image-segmentation.ts';
 import { maskGenerationTask } from './vision/mask-generation.ts';
 import { backgroundRemovalTask } from './vision/background-removal.ts';
-import { batchSafe } from './runtime/row-by-row.ts';
+import { batchSafe } from './row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { TaskDefinition } from './task-definition.ts';
 import { textClassificationTask } from './text/text-classification.ts';

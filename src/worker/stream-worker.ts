@@ -151,20 +151,22 @@ export class StreamWorker {
           },
           route.sink,
         );
-        const source = createSource({
-          route,
-          connections,
-          delivery: config.delivery,
-          runner,
-          onPressure,
-          sink,
-          dlq,
-          logger: routeLogger,
-          ...observe.sourceHooks(name, route, onPressure),
-          onHealth: (health) => {
-            for (const listener of healthListeners) listener(name, health);
+        const source = createSource(
+          {
+            route,
+            delivery: config.delivery,
+            runner,
+            onPressure,
+            sink,
+            dlq,
+            logger: routeLogger,
+            ...observe.sourceHooks(name, route, onPressure),
+            onHealth: (health) => {
+              for (const listener of healthListeners) listener(name, health);
+            },
           },
-        });
+          connections,
+        );
         runners.push(runner);
         sources.push(source);
       }

@@ -1,14 +1,14 @@
 // After a parity project ran, prints one JSON line for it:
 // {"parity":{"binding":"native","pipelines":P,"golden_cases":G,"golden_reruns":R,"tokenizer_cases":T,
 //   "behaviour_cases":B,"failed":F,"skipped":S,"maxAbsDiff":{pipeline:deviation}}}
-// What a test checks comes from its meta (test/parity/parity-case.ts): P counts the pipelines
+// What a test checks comes from its meta (parity-meta.ts): P counts the pipelines
 // (tasks) with at least one case that ran; the tokenizer and the generative engine loop are not
 // pipelines. G/R/T/B count the cases that ran (passed or failed), S those that did not. F counts
 // as the summary line does (test/helpers/run-outcome.ts): failed tests, hooks and files. The suite
 // runs twice, once per ONNX Runtime binding (vitest.config.ts): a line each.
 import type { Reporter, TestModule, TestRunEndReason } from 'vitest/node';
 import type { SerializedError } from 'vitest';
-import type {} from '../parity/parity-case.ts';
+import type {} from './parity-meta.ts';
 import { countModule, countRun, countTest, emptyOutcome } from './run-outcome.ts';
 
 /** The parity projects of vitest.config.ts and the binding each runs on. */

@@ -1,23 +1,10 @@
 // Runs one golden case as a vitest test and records its largest deviation for the parity report.
-// The meta options below tell the parity report (test/helpers/parity-reporter.ts) what each test
+// The meta options below (test/helpers/parity-meta.ts) tell the parity report what each test
 // checks, so that its counts say what was proven; a test without them is a behaviour case.
 import { expect, it, type TestOptions } from 'vitest';
 import { compareDeep } from './compare.ts';
 import type { GoldenCase } from './goldens.ts';
-
-declare module 'vitest' {
-  interface TaskMeta {
-    maxAbsDiff?: number;
-    /**
-     * golden: compares our output with a Python reference output. rerun: compares with a golden
-     * another test already checks (the same input again inside a batch). tokenizer: a tokenizer
-     * golden. Absent: a behaviour case (no Python reference).
-     */
-    parity?: 'golden' | 'rerun' | 'tokenizer';
-    /** The pipeline (task) the test belongs to; absent for the tokenizer and the engine loop. */
-    pipeline?: string;
-  }
-}
+import type {} from '../helpers/parity-meta.ts';
 
 /** Options for a pipeline's top-level describe: its tests count towards that pipeline. */
 export const forPipeline = (pipeline: string): TestOptions => ({ meta: { pipeline } });

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isBatchInvariant } from '../../src/pipelines/runtime/batch-invariance.ts';
 import type { LoadedModel } from '../../src/pipelines/runtime/model-store.ts';
 import type { Pipeline } from '../../src/pipelines/pipeline.ts';
-import { batchSafe, RowByRowPipeline } from '../../src/pipelines/runtime/row-by-row.ts';
+import { batchSafe, RowByRowPipeline } from '../../src/pipelines/row-by-row.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 

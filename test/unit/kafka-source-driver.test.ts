@@ -5,18 +5,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
-import { Connections } from '../../src/connectors/connections.ts';
 import type {
-  Assignment,
-  ConsumerRunOptions,
   DriverFeatures,
   GroupMetadata,
-  KafkaConsumerDriver,
   KafkaDriver,
   KafkaTransaction,
   KafkaTransactionalProducerDriver,
   ProducedMessage,
-  TopicPartition,
   TopicPartitionOffset,
 } from '../../src/connectors/kafka/driver.ts';
 import { KafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
@@ -24,91 +19,10 @@ import type { SourceDeps, SourceEvent } from '../../src/connectors/source.ts';
 import { silentLogger, type Logger } from '../../src/logger.ts';
 import type { Outcome } from '../../src/route/processor.ts';
 import type { RouteRunner } from '../../src/route/route-runner.ts';
+import { FakeKafkaConsumer } from '../helpers/fake-kafka-consumer.ts';
 
 const TOPIC = 'in';
 type Decided = Exclude<Outcome, { kind: 'retry' }>;
-
-class FakeConsumer implements KafkaConsumerDriver {
-  commits: TopicPartitionOffset[][] = [];
-  failCommits = 0;
-  seeks: TopicPartitionOffset[] = [];
-  private options: ConsumerRunOptions | undefined;
-  private assignment: ((assignment: Assignment) => void) | undefined;
-  private revocation: ((revoked: TopicPartition[]) => void) | undefined;
-
-  connect = (): Promise<void> => Promise.resolve();
-  subscribe = (): Promise<void> => Promise.resolve();
-  run(options: ConsumerRunOptions): Promise<void> {
-    this.options = options;
-    return Promise.resolve();
-  }
-  restart = (): Promise<void> => Promise.resolve();
-  rejoins = 0;
-  rejoin(): Promise<void> {
-    this.rejoins += 1;
-    return Promise.resolve();
-  }
-  pause = (): void => undefined;
-  resume = (): void => undefined;
-  seek(position: TopicPartitionOffset): void {
-    this.seeks.push(position);
-  }
-  commit(offsets: TopicPartitionOffset[]): Promise<void> {
-    if (this.failCommits > 0) {
-      this.failCommits -= 1;
-      return Promise.reject(new Error('The coordinator is rebalancing'));
-    }
-    this.commits.push(offsets);
-    return Promise.resolve();
-  }
-  /** What the group's committed offsets read as (a stable read: committed transactions only). */
-  stored: () => TopicPartitionOffset[] = () => [];
-  committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve(this.stored());
-  groupMetadata = (): GroupMetadata => ({ groupId: 'g', generationId: 7, memberId: 'm-1' });
-  onAssigned(listener: (assignment: Assignment) => void): void {
-    this.assignment = listener;
-  }
-  onRevoked(listener: (revoked: TopicPartition[]) => void): void {
-    this.revocation = listener;
-  }
-  onCrash = (): void => undefined;
-  disconnect = (): Promise<void> => Promise.resolve();
-
-  /** A join; by default every partition restarts from its commit (what kafkajs does). */
-  assign(partitions: number[], restarted: number[] = partitions): void {
-    const tps = (list: number[]) => list.map((partition) => ({ topic: TOPIC, partition }));
-    this.assignment?.({ partitions: tps(partitions), restarted: tps(restarted) });
-  }
-
-  revoke(partitions: number[]): void {
-    this.revocation?.(partitions.map((partition) => ({ topic: TOPIC, partition })));
-  }
-
-  /** Hands a batch to the source; returns the offsets it took. */
-  async deliver(partition: number, offsets: number[], stale = false): Promise<string[]> {
-    const taken: string[] = [];
-    await this.options?.onBatch({
-      topic: TOPIC,
-      partition,
-      highWatermark: String((offsets.at(-1) ?? -1) + 1),
-      messages: offsets.map((o) => ({
-        offset: String(o),
-        key: null,
-        value: Buffer.from(`{"text":"${partition}/${o}"}`),
-        headers: {},
-      })),
-      resolve: (offset) => taken.push(offset),
-      isStale: () => stale,
-    });
-    return taken;
-  }
-
-  committedFor(partition: number): string[] {
-    return this.commits.flatMap((c) =>
-      c.filter((o) => o.partition === partition).map((o) => o.offset),
-    );
-  }
-}
 
 /** A route whose writes the test can hold back or fail, per `partition/offset`. */
 class FakeRoute {
@@ -212,7 +126,7 @@ class FakeTransactions {
 }
 
 function sourceWith(
-  consumer: FakeConsumer,
+  consumer: FakeKafkaConsumer,
   route: FakeRoute,
   events: SourceEvent[] = [],
   transactions?: FakeTransactions,
@@ -251,8 +165,6 @@ function sourceWith(
   } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route: routeConfig,
-    // The source is handed its driver; it asks the connections for nothing.
-    connections: Connections.resolve(config, silentLogger, {}),
     delivery: config.delivery,
     runner: route.runner() as RouteRunner,
     onPressure: () => () => undefined,
@@ -280,7 +192,7 @@ const rounds = (): Promise<unknown> => sleep(40);
 
 describe('Kafka source through a fake driver', () => {
   it('joins the group again when the topic gains partitions, and says so; not while it stays the same', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     let partitions = 2;
     const lines: string[] = [];
     const push = (_: object, message: string): void => void lines.push(message);
@@ -305,7 +217,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('commits the contiguous written prefix only, in order', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const release = route.hold('0/2');
     const source = sourceWith(consumer, route);
@@ -323,7 +235,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('a partition revoked by a rebalance: a late batch is not taken, its held record not committed', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const release = route.hold('1/1');
     const source = sourceWith(consumer, route);
@@ -343,7 +255,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('a refused commit is reported and retried, never past an unwritten record', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const events: SourceEvent[] = [];
     const release = route.hold('0/3');
@@ -362,7 +274,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('skips a stale batch and offsets it already took', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const source = sourceWith(consumer, route);
     await source.start();
@@ -377,7 +289,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('a revocation mid-batch retires only the revoked partition; the kept one commits on', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const releaseKept = route.hold('0/1');
     const releaseRevoked = route.hold('1/1');
@@ -403,7 +315,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('a kept partition keeps its in-flight records across a rejoin', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const release = route.hold('0/0');
     const source = sourceWith(consumer, route);
@@ -421,7 +333,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('exactly-once: an aborted transaction rewinds its partition and commits on the next one', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const transactions = new FakeTransactions();
     transactions.failCommits = 1;
@@ -451,7 +363,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('exactly-once: a partition revoked and given back mid-transaction starts after that transaction', async () => {
-    const consumer = new FakeConsumer();
+    const consumer = new FakeKafkaConsumer(TOPIC);
     const route = new FakeRoute();
     const transactions = new FakeTransactions();
     consumer.stored = () => transactions.stored();

@@ -4,16 +4,7 @@
 // whose write fails every time must end in the DLQ after delivery.maxAttempts.
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
-import { Connections } from '../../src/connectors/connections.ts';
-import type {
-  ConsumerRunOptions,
-  DriverMessage,
-  KafkaConsumerDriver,
-  KafkaDriver,
-  Assignment,
-  GroupMetadata,
-  TopicPartitionOffset,
-} from '../../src/connectors/kafka/driver.ts';
+import type { KafkaDriver } from '../../src/connectors/kafka/driver.ts';
 import { KafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
 import { KafkajsDriver } from '../../src/connectors/kafka/kafkajs-driver.ts';
 import type { ConnectionHealth } from '../../src/connectors/connection-health.ts';
@@ -21,108 +12,13 @@ import type { SourceDeps } from '../../src/connectors/source.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { Outcome } from '../../src/route/processor.ts';
 import type { RouteRunner } from '../../src/route/route-runner.ts';
+import { FakeKafkaConsumer, jsonMessages } from '../helpers/fake-kafka-consumer.ts';
 import { waitForProgress } from '../helpers/progress.ts';
 
 const TOPIC = 'in';
 
-class FakeConsumer implements KafkaConsumerDriver {
-  rejoin = (): Promise<void> => Promise.resolve();
-  messages: DriverMessage[];
-  position = 0n;
-  paused = false;
-  running = false;
-  restarts = 0;
-  failingRestarts = 0;
-  commits: TopicPartitionOffset[] = [];
-  private options: ConsumerRunOptions | undefined;
-  private assignment: ((assignment: Assignment) => void) | undefined;
-  private crash: ((err: Error) => void) | undefined;
-
-  constructor(count: number) {
-    this.messages = Array.from({ length: count }, (_, i) => ({
-      offset: String(i),
-      key: null,
-      value: Buffer.from(JSON.stringify({ text: `record ${i}` })),
-      headers: {},
-    }));
-  }
-
-  connect = (): Promise<void> => Promise.resolve();
-  subscribe = (): Promise<void> => Promise.resolve();
-  run(options: ConsumerRunOptions): Promise<void> {
-    this.options = options;
-    this.running = true;
-    const all = [{ topic: TOPIC, partition: 0 }];
-    this.assignment?.({ partitions: all, restarted: all });
-    this.pump();
-    return Promise.resolve();
-  }
-  async restart(): Promise<void> {
-    this.restarts += 1;
-    if (this.failingRestarts > 0) {
-      this.failingRestarts -= 1;
-      throw new Error('connect ECONNREFUSED');
-    }
-    await this.run(this.options as ConsumerRunOptions);
-  }
-  pause(): void {
-    this.paused = true;
-  }
-  resume(): void {
-    this.paused = false;
-    this.pump();
-  }
-  seek(position: TopicPartitionOffset): void {
-    this.position = BigInt(position.offset);
-  }
-  commit(offsets: TopicPartitionOffset[]): Promise<void> {
-    if (!this.running) return Promise.reject(new Error('Consumer group was not initialized'));
-    this.commits.push(...offsets);
-    return Promise.resolve();
-  }
-  committed = (): Promise<TopicPartitionOffset[]> => Promise.resolve([]);
-  groupMetadata = (): GroupMetadata => ({ groupId: 'g', generationId: -1, memberId: '' });
-  onAssigned(listener: (assignment: Assignment) => void): void {
-    this.assignment = listener;
-  }
-  onRevoked = (): void => undefined;
-  onCrash(listener: (err: Error) => void): void {
-    this.crash = listener;
-  }
-  disconnect = (): Promise<void> => Promise.resolve();
-
-  /** What kafkajs does when the broker goes away: the consumer stops and says so once. */
-  crashNow(): void {
-    this.running = false;
-    this.crash?.(new Error('KafkaJSNumberOfRetriesExceeded: connect ECONNREFUSED'));
-  }
-
-  lastCommit(): bigint | undefined {
-    const last = this.commits.at(-1);
-    return last === undefined ? undefined : BigInt(last.offset);
-  }
-
-  private pump(): void {
-    setImmediate(() => {
-      if (!this.running || this.paused || this.options === undefined) return;
-      const from = Number(this.position);
-      const messages = this.messages.slice(from, from + 10);
-      if (messages.length === 0) return;
-      void this.options.onBatch({
-        topic: TOPIC,
-        partition: 0,
-        messages,
-        highWatermark: String(this.messages.length),
-        resolve: (offset) => (this.position = BigInt(offset) + 1n),
-        isStale: () => false,
-      });
-      this.pump();
-    });
-  }
-}
-
 function sourceWith(
-  consumer: FakeConsumer,
+  consumer: FakeKafkaConsumer,
   runner: Pick<RouteRunner, 'decide' | 'write'>,
   onHealth?: (health: ConnectionHealth) => void,
 ): KafkaSource {
@@ -147,8 +43,6 @@ function sourceWith(
   } as unknown as KafkaDriver;
   const deps: SourceDeps = {
     route,
-    // The source is handed its driver; it asks the connections for nothing.
-    connections: Connections.resolve(config, silentLogger, {}),
     delivery: config.delivery,
     runner: runner as RouteRunner,
     onPressure: () => () => undefined,
@@ -185,8 +79,8 @@ function passThrough(write: (outcome: Decided) => Promise<void>) {
  * write), until the last commit is `offset`; fails only when commits stop moving for the stall
  * bound, so a loaded machine makes it slower, not red.
  */
-async function commitsReach(consumer: FakeConsumer, offset: bigint): Promise<void> {
-  await waitForProgress(() => consumer.lastCommit()?.toString(), {
+async function commitsReach(consumer: FakeKafkaConsumer, offset: bigint): Promise<void> {
+  await waitForProgress(() => consumer.committedFor(0).at(-1), {
     what: `commits up to offset ${offset}`,
     done: (last) => last === offset.toString(),
   });
@@ -212,7 +106,7 @@ describe('Kafka source faults', () => {
   });
 
   it('a crashed consumer is restarted with backoff until it rejoins, then commits resume', async () => {
-    const consumer = new FakeConsumer(200);
+    const consumer = new FakeKafkaConsumer(TOPIC, jsonMessages(200));
     const health: ConnectionHealth['state'][] = [];
     const written: string[] = [];
     const source = sourceWith(
@@ -226,15 +120,8 @@ describe('Kafka source faults', () => {
     await source.start();
     await commitsReach(consumer, 200n);
 
-    consumer.messages.push(
-      ...Array.from({ length: 100 }, (_, i) => ({
-        offset: String(200 + i),
-        key: null,
-        value: Buffer.from('{"text":"later"}'),
-        headers: {},
-      })),
-    );
-    consumer.failingRestarts = 2;
+    consumer.log.push(...jsonMessages(100, 200));
+    consumer.failRestarts = 2;
     consumer.crashNow();
     // Restarts come a jittered backoff apart (0.5 s, 1 s, 2 s, ...): each one is progress.
     await waitForProgress(() => consumer.restarts, {
@@ -251,7 +138,7 @@ describe('Kafka source faults', () => {
   });
 
   it('a record whose write always fails goes to the DLQ after maxAttempts; the partition moves on', async () => {
-    const consumer = new FakeConsumer(50);
+    const consumer = new FakeKafkaConsumer(TOPIC, jsonMessages(50));
     let refusals = 0;
     const dead: { offset: string; code: string; message: string }[] = [];
     const written = new Set<string>();

@@ -15,7 +15,7 @@
 //                   and stays in BullMQ's failed set
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, redisReady } from './redis-connection.ts';
+import { closeRedis, connectRedis, redisReady, type RedisTarget } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { Outcome } from '../../route/processor.ts';
 import type { SourceRecord } from '../../route/record.ts';
@@ -57,13 +57,16 @@ export class BullmqSource implements Source {
   /** Opened at the first lag() (metrics), on the worker's connection. */
   private queue: Queue | undefined;
 
-  constructor(options: BullmqSourceOptions, deps: SourceDeps) {
+  private readonly redis: RedisTarget;
+
+  constructor(options: BullmqSourceOptions, deps: SourceDeps, redis: RedisTarget) {
     this.options = options;
     this.deps = deps;
+    this.redis = redis;
   }
 
   async start(): Promise<void> {
-    const target = this.deps.connections.redis('source');
+    const target = this.redis;
     this.connection = connectRedis(target, `hugot-bullmq-${this.options.queue}`);
     // Wrong credentials or certificates fail the start with a clear error instead of a
     // reconnect loop that logs the refusal forever.

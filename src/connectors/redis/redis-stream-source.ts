@@ -10,7 +10,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, redisReady } from './redis-connection.ts';
+import { closeRedis, connectRedis, redisReady, type RedisTarget } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
 import type { SourceRecord } from '../../route/record.ts';
 import type { LagSample, Source, SourceDeps } from '../source.ts';
@@ -46,15 +46,18 @@ export class RedisStreamSource implements Source {
   private claimTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
 
-  constructor(options: RedisStreamSourceOptions, deps: SourceDeps) {
+  private readonly redis: RedisTarget;
+
+  constructor(options: RedisStreamSourceOptions, deps: SourceDeps, redis: RedisTarget) {
     this.options = options;
     this.deps = deps;
+    this.redis = redis;
     this.consumer = options.consumer ?? `${hostname()}-${process.pid}`;
     this.maxInFlight = options.count * 4;
   }
 
   async start(): Promise<void> {
-    const target = this.deps.connections.redis('source');
+    const target = this.redis;
     const { stream, group } = this.options;
     // No auto-pipelining here: ioredis then mangles callBuffer (XAUTOCLAIM read as raw bytes).
     this.client = connectRedis(target, `hugot-stream-${this.consumer}`);

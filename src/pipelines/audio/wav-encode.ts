@@ -3,8 +3,7 @@
 // exactly Python's `audio` array. 16-bit PCM is half the size and what
 // every player reads; it rounds each sample to 1/32768 and clips at ±1.
 import wavefile from 'wavefile';
-
-export type WavFormat = 'float32' | 'pcm16';
+import type { WavFormat } from '../generation/segmentwise.ts';
 
 /** A mono WAV file of the samples at the given rate. */
 export function encodeWav(

@@ -9,9 +9,18 @@ import { StopSequences } from './stop-sequences.ts';
 import { FormatCursor } from './structured/format-constraint.ts';
 import { banBeforeForcing, force, suppressTokens } from './token-bans.ts';
 import { parseToolCalls, type ToolCall } from './tool-calls.ts';
-import type { TimestampedChunk } from '../audio/whisper-transcript.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
+
+/**
+ * A stretch of a transcript with its times (Python's `chunks`), as a speech result carries it;
+ * here rather than beside Whisper's decoding because generation sits below the audio pipelines.
+ */
+export interface TimestampedChunk {
+  language?: string | null;
+  timestamp?: [number | null, number | null];
+  text: string;
+}
 
 export interface GenerationResult {
   /** The generated text only (not the prompt), without special tokens or the stop sequence. */

@@ -4,8 +4,13 @@
 // safe to stream only once its segment has ended. Each job advances one segment per step, batched
 // with every other job's segment whatever its position in its own clip. Speech synthesis is one
 // too: a job's step is one decoder step, and its audio is final once no later frame can reach it.
-import type { WavFormat } from '../audio/wav-encode.ts';
 import type { GenerationResult } from './generation-progress.ts';
+
+/**
+ * How a route writes waveform samples as WAV: the model's float32 exactly, or 16-bit PCM. Named
+ * here, not by the encoder, because generation sits below the audio pipelines.
+ */
+export type WavFormat = 'float32' | 'pcm16';
 
 /** Waveform samples that became final, and how the route writes them as WAV. */
 export interface AudioChunk {

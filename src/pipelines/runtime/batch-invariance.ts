@@ -2,7 +2,7 @@
 //
 // Dynamic quantization (onnxruntime's quantize_dynamic) picks one activation scale per tensor at run
 // time, over every row and padding position of the batch, so a record's embedding moves with its
-// batch mates. Such models are run one record per session call (see row-by-row.ts); every other
+// batch mates. Such models are run one record per session call (see ../row-by-row.ts); every other
 // model runs its batch in one call.
 import { open } from 'node:fs/promises';
 

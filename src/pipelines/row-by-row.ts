@@ -2,8 +2,8 @@
 // Used for models that are not batch invariant (batch-invariance.ts). On CPU this costs little:
 // batch 1 is already the fastest way to run an encoder there (docs/batching.md), and a lone row
 // carries no padding.
-import type { LoadedModel } from './model-store.ts';
-import { assertBatch, type Pipeline, type PipelineStatistics } from '../pipeline.ts';
+import type { LoadedModel } from './runtime/model-store.ts';
+import { assertBatch, type Pipeline, type PipelineStatistics } from './pipeline.ts';
 
 export class RowByRowPipeline<Input, Output> implements Pipeline<Input, Output> {
   readonly task: string;
