@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClosedError, OutputRejectedError, SinkError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { recordBytes, type Sink } from './sink.ts';
+import { recordBytes, type Sink, type TransactionStager } from './sink.ts';
 import { deadLetter, fitDeadLetter } from './dead-letter.ts';
 import { DeadLetterLog } from './dead-letter-log.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
@@ -108,8 +108,14 @@ export class RouteRunner {
     }
   }
 
-  /** Writes a decided outcome to the sink or the DLQ. */
-  async write(decided: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
+  /**
+   * Writes a decided outcome to the sink or the DLQ; under exactly-once into `transaction`, the
+   * one of the input record the outcome belongs to.
+   */
+  async write(
+    decided: Exclude<Outcome, { kind: 'retry' }>,
+    transaction?: TransactionStager,
+  ): Promise<Handled> {
     let outcome = decided;
     if (outcome.kind === 'output') {
       if (outcome.cut !== undefined) this.noteCut(outcome.cut, outcome.source);
@@ -123,7 +129,7 @@ export class RouteRunner {
         };
       } else {
         try {
-          if (sink !== undefined) await sink.write(outcome.record);
+          if (sink !== undefined) await sink.write(outcome.record, transaction);
           this.counters.written += 1;
           return { kind: 'written', output: outcome.record, result: outcome.result };
         } catch (err) {
@@ -138,7 +144,8 @@ export class RouteRunner {
       };
     }
     if (this.options.dlq !== undefined) {
-      await this.options.dlq.write(fitDeadLetter(outcome.record, this.options.dlq.maxRecordBytes));
+      const dlq = this.options.dlq;
+      await dlq.write(fitDeadLetter(outcome.record, dlq.maxRecordBytes), transaction);
       this.deadLetters.note({
         code: outcome.code,
         message: outcome.message,

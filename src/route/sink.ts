@@ -2,7 +2,11 @@
 import { headerPairs } from './headers.ts';
 import type { OutputRecord } from './record.ts';
 
-/** Takes a record into the open transaction of the input partition it came from. */
+/**
+ * The open transaction of one input record: its outputs and dead letters are staged into it and
+ * go out with its offset. Each write carries its own, so no stager state is shared between
+ * writes of different records.
+ */
 export interface TransactionStager {
   stage(topic: string, record: OutputRecord): void;
 }
@@ -15,11 +19,16 @@ export interface Sink {
   readonly maxRecordBytes?: number | undefined;
   /**
    * Present on a sink whose writes can join the source's transactions (a Kafka sink): exactly-once
-   * delivery needs it on the sink and the DLQ. From the call on, writes go to the stager.
+   * delivery needs it on the sink and the DLQ. From the call on, each write must carry the
+   * transaction of its input record, and is staged into it instead of being sent.
    */
-  useTransactions?(stager: TransactionStager): void;
-  /** Resolves once the record is durably handed over (a broker ack, a flushed write). */
-  write(record: OutputRecord): Promise<void>;
+  useTransactions?(): void;
+  /**
+   * Resolves once the record is durably handed over (a broker ack, a flushed write), or, with a
+   * `transaction` (exactly-once, on a sink that uses transactions), once it is staged into it.
+   * Sinks without transactions ignore the argument.
+   */
+  write(record: OutputRecord, transaction?: TransactionStager): Promise<void>;
   close(): Promise<void>;
 }
 

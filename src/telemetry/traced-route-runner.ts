@@ -4,6 +4,7 @@
 // output's traceparent. Used only when tracing is on, so an untraced worker runs the plain class.
 import type { Outcome } from '../route/processor.ts';
 import type { SourceRecord } from '../route/record.ts';
+import type { TransactionStager } from '../route/sink.ts';
 import { RouteRunner, type Handled, type RouteRunnerOptions } from '../route/route-runner.ts';
 import type { RecordTracing } from './record-tracing.ts';
 
@@ -27,14 +28,17 @@ export class TracedRouteRunner extends RouteRunner {
     }
   }
 
-  override async write(decided: Exclude<Outcome, { kind: 'retry' }>): Promise<Handled> {
+  override async write(
+    decided: Exclude<Outcome, { kind: 'retry' }>,
+    transaction?: TransactionStager,
+  ): Promise<Handled> {
     const origin = decided.record.origin;
     const sent = this.tracing.sending(
       decided.record,
       decided.kind === 'dead' ? 'dead letters' : this.sinkName,
     );
     try {
-      const handled = await super.write(decided);
+      const handled = await super.write(decided, transaction);
       sent();
       this.tracing.finished(origin, handled.kind);
       return handled;

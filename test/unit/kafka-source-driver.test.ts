@@ -20,6 +20,7 @@ import { silentLogger, type Logger } from '../../src/logger.ts';
 import type { Outcome } from '../../src/route/processor.ts';
 import type { RouteRunner } from '../../src/route/route-runner.ts';
 import { FakeKafkaConsumer } from '../helpers/fake-kafka-consumer.ts';
+import type { TransactionStager } from '../../src/route/sink.ts';
 
 const TOPIC = 'in';
 type Decided = Exclude<Outcome, { kind: 'retry' }>;
@@ -49,9 +50,11 @@ class FakeRoute {
           source: record,
         });
       },
-      write: async (outcome: Decided) => {
+      write: async (outcome: Decided, transaction?: TransactionStager) => {
         const id = idOf(outcome.record.origin);
         await this.gates.get(id);
+        // Exactly-once: staged after an await, as a sink slow to take its write would.
+        transaction?.stage('out', outcome.record);
         this.written.push(id);
         return { kind: 'written' as const, output: outcome.record, result: null };
       },
@@ -72,7 +75,7 @@ const FEATURES: DriverFeatures = {
 
 /** Transactions the test can make fail at commit; it records what each one carried. */
 class FakeTransactions {
-  committed: { offsets: TopicPartitionOffset[]; group: GroupMetadata }[] = [];
+  committed: { offsets: TopicPartitionOffset[]; group: GroupMetadata; values: string[] }[] = [];
   aborted = 0;
   failCommits = 0;
   /** Transactions begun so far. */
@@ -87,8 +90,12 @@ class FakeTransactions {
       transaction: () => {
         this.begun += 1;
         let sent: { offsets: TopicPartitionOffset[]; group: GroupMetadata } | undefined;
+        const values: string[] = [];
         const txn: KafkaTransaction = {
-          send: (_topic: string, _messages: ProducedMessage[]) => Promise.resolve(),
+          send: (_topic: string, messages: ProducedMessage[]) => {
+            for (const m of messages) values.push(m.value?.toString() ?? '');
+            return Promise.resolve();
+          },
           sendOffsets: async (group, offsets) => {
             await this.sendGate;
             sent = { group, offsets };
@@ -98,7 +105,7 @@ class FakeTransactions {
               this.failCommits -= 1;
               return Promise.reject(new Error('PRODUCER_FENCED'));
             }
-            if (sent !== undefined) this.committed.push(sent);
+            if (sent !== undefined) this.committed.push({ ...sent, values });
             return Promise.resolve();
           },
           abort: () => {
@@ -389,6 +396,30 @@ describe('Kafka source through a fake driver', () => {
     // 0..2 went out once, in the first transaction; the new lane only wrote 3.
     expect(route.written).toEqual(['0/0', '0/1', '0/2', '0/3']);
     expect(transactions.offsetsFor(0)).toEqual(['3', '4']);
+    await source.stop();
+  });
+
+  it('exactly-once: outputs staged after an await join the transaction of their own record', async () => {
+    const consumer = new FakeKafkaConsumer(TOPIC);
+    const route = new FakeRoute();
+    const transactions = new FakeTransactions();
+    const source = sourceWith(consumer, route, [], transactions, { partitions: () => 2 });
+    await source.start();
+    consumer.assign([0, 1]);
+    // Partition 0's write waits while partition 1's goes through: both stage later than the
+    // moment their writes began, and concurrently.
+    const release = route.hold('0/0');
+    await consumer.deliver(0, [0]);
+    await consumer.deliver(1, [0, 1]);
+    await until(() => expect(transactions.offsetsFor(1)).toEqual(['2']));
+    release();
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['1']));
+    const valuesOf = (partition: number): string[] =>
+      transactions.committed
+        .filter((c) => c.offsets.some((o) => o.partition === partition))
+        .flatMap((c) => c.values);
+    expect(valuesOf(0)).toEqual(['{"text":"0/0"}']);
+    expect(valuesOf(1)).toEqual(['{"text":"1/0"}', '{"text":"1/1"}']);
     await source.stop();
   });
 });

@@ -1,138 +1,189 @@
-// Exactly-once Kafka -> Kafka: each input partition has its own transactional producer, with a
-// transactional id made of a prefix, the topic and the partition. Whoever owns the partition
-// uses that id, so registering it fences a zombie owner and aborts its open transaction; kafkajs
-// sends offsets without the group generation (no KIP-447), so per-worker ids could not fence.
-// A driver that sends the generation (features.fencesByGeneration) fences a stale member twice.
-// A partition's staged outputs and dead letters go out in one transaction with its consumed
-// offset; a failed transaction is aborted and the partition is read again from its last
-// committed offset. A transaction's outputs go out in sends of at most `maxSendBytes`: the broker
-// refuses a record batch over its message.max.bytes, and a transaction refused for its size
-// would be aborted and retried forever (embedding outputs are ~8 KB each).
-import type { Logger } from '../../logger.ts';
-import type {
-  GroupMetadata,
-  KafkaDriver,
-  KafkaTransactionalProducerDriver,
-  TopicPartition,
-} from './driver.ts';
-import { laneKey, type PartitionLane, type StagedMessage } from './partition-lane.ts';
+// Exactly-once delivery, Kafka -> Kafka: a record's outputs and dead letters are staged into its
+// partition's next transaction (partition-transactions.ts), which carries the partition's offset,
+// so outputs and commit go out together or not at all. A partition's transaction commits every
+// commit interval, at stop, and sooner once it reached its bounds; a failed one is aborted and the
+// partition is read again from its last commit. Before a lane writes, its partition's producer
+// fences older holders and the committed offset is read again: records below it (the floor) are
+// already in the output.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError } from '../../errors.ts';
+import type { OutputRecord } from '../../route/record.ts';
+import { recordBytes, type TransactionStager } from '../../route/sink.ts';
+import type { SourceDeps } from '../source.ts';
+import type { Delivery } from './delivery.ts';
+import type { KafkaConsumerDriver, KafkaDriver, TopicPartition } from './driver.ts';
+import { producedMessage } from './driver.ts';
+import type { CommitPolicy } from './offset-tracker.ts';
+import { PartitionLane } from './partition-lane.ts';
+import { TransactionCommitter } from './partition-transactions.ts';
 
 export interface ExactlyOnceOptions {
   driver: KafkaDriver;
-  /** The consumer's membership now: each transaction's offsets are sent with it. */
-  group: () => GroupMetadata;
+  consumer: Pick<KafkaConsumerDriver, 'groupMetadata' | 'committed'>;
+  policy: CommitPolicy;
   transactionalIdPrefix: string;
   transactionTimeoutMs: number;
   /** The most bytes one send of a transaction carries (under the broker's message.max.bytes). */
   maxSendBytes: number;
-  logger: Logger;
+  /** The route's sinks (both must join the transactions) and where to report. */
+  deps: Pick<SourceDeps, 'sink' | 'dlq' | 'logger' | 'onEvent'>;
+  /** A transaction failed: the source reads the partition again from its last commit. */
+  rewind: (lane: PartitionLane) => void;
 }
 
-export class TransactionCommitter {
+export class ExactlyOnce implements Delivery {
   private readonly options: ExactlyOnceOptions;
-  private readonly producers = new Map<string, Promise<KafkaTransactionalProducerDriver>>();
+  private readonly transactions: TransactionCommitter;
 
   constructor(options: ExactlyOnceOptions) {
     this.options = options;
-  }
-
-  transactionalId(tp: TopicPartition): string {
-    return `${this.options.transactionalIdPrefix}-${tp.topic}-${tp.partition}`;
-  }
-
-  /** Connects (and so fences) the partition's producer; later calls reuse it. */
-  acquire(tp: TopicPartition): Promise<KafkaTransactionalProducerDriver> {
-    const key = laneKey(tp);
-    let producer = this.producers.get(key);
-    if (producer === undefined) {
-      const driver = this.options.driver.transactionalProducer({
-        transactionalId: this.transactionalId(tp),
-        transactionTimeoutMs: this.options.transactionTimeoutMs,
-      });
-      producer = driver.connect().then(() => driver);
-      // A failed connect must be retried by the next owner of the lane, not remembered.
-      producer.catch(() => this.producers.delete(key));
-      this.producers.set(key, producer);
+    const { deps } = options;
+    for (const [field, sink] of [
+      ['sink', deps.sink],
+      ['dlq', deps.dlq],
+    ] as const) {
+      if (sink !== undefined && sink.useTransactions === undefined)
+        throw new ConfigError(
+          `delivery.mode exactly-once needs a Kafka ${field} (its writes join the source's transactions); use a kafka ${field} or at-least-once`,
+          { field: `routes.${field}.type` },
+        );
+      sink?.useTransactions?.();
     }
-    return producer;
+    this.transactions = new TransactionCommitter({
+      driver: options.driver,
+      group: () => options.consumer.groupMetadata(),
+      transactionalIdPrefix: options.transactionalIdPrefix,
+      transactionTimeoutMs: options.transactionTimeoutMs,
+      maxSendBytes: options.maxSendBytes,
+      logger: deps.logger,
+    });
   }
 
-  /** The partition is no longer ours: its producer goes once its last transaction settled. */
-  async release(tp: TopicPartition): Promise<void> {
-    const key = laneKey(tp);
-    const producer = this.producers.get(key);
-    this.producers.delete(key);
-    if (producer === undefined) return;
-    await (await producer.catch(() => undefined))?.disconnect();
+  freshLane(
+    tp: TopicPartition,
+    old: PartitionLane | undefined,
+    after: Promise<void>,
+  ): PartitionLane {
+    const lane = new PartitionLane(tp, old?.committed);
+    lane.ready = settledLater(this.fence(lane, after));
+    return lane;
   }
 
-  async releaseAll(): Promise<void> {
-    const all = [...this.producers.values()];
-    this.producers.clear();
-    await Promise.allSettled(all.map(async (p) => (await p.catch(() => undefined))?.disconnect()));
+  /** An arrow: the lanes call it detached. */
+  readonly release = (tp: TopicPartition): Promise<void> => this.transactions.release(tp);
+
+  successor(failed: PartitionLane): PartitionLane {
+    const fresh = new PartitionLane(failed.tp, failed.committed);
+    fresh.floor = failed.floor;
+    // A transaction of the retired lane may still commit; the floor then skips its records.
+    fresh.ready = (async () => {
+      await failed.committing?.catch(() => undefined);
+      fresh.committed = failed.committed;
+      if (failed.committed !== undefined) fresh.floor = BigInt(failed.committed);
+    })();
+    return fresh;
+  }
+
+  /** The record's own transaction: its writes stage there whenever they come. */
+  transactionFor(lane: PartitionLane, offset: string): TransactionStager {
+    const from = BigInt(offset);
+    return { stage: (topic, record) => this.stage(lane, from, topic, record) };
+  }
+
+  written(lane: PartitionLane): void {
+    if (this.options.policy.full(lane.staged.length, lane.stagedBytes)) void this.commitLane(lane);
+  }
+
+  async commit(lanes: PartitionLane[]): Promise<void> {
+    await Promise.all(lanes.map((lane) => this.commitLane(lane)));
+  }
+
+  close(): Promise<void> {
+    return this.transactions.releaseAll();
+  }
+
+  private stage(lane: PartitionLane, offset: bigint, topic: string, record: OutputRecord): void {
+    // The lane's records belong to the partition's next reader, which writes them again.
+    if (lane.retired)
+      throw new Error(
+        `no open transaction for ${record.origin.kind === 'kafka' ? `partition ${record.origin.partition}` : 'this record'}`,
+      );
+    const bytes = recordBytes(record);
+    lane.staged.push({ offset, topic, message: producedMessage(record), bytes });
+    lane.stagedBytes += bytes;
   }
 
   /**
-   * Commits what the lane staged with its commit point. The snapshot is taken synchronously, so
-   * outputs staged later wait for the next transaction. Rejects after aborting; the caller
-   * rewinds the partition.
+   * Waits until the partition's previous lane here settled (`after`: its last transaction, and
+   * the release of its producer if the partition had left), registers the transactional id
+   * (which settles a zombie's open transaction), then reads the committed offset: records below
+   * it were fetched from an older commit and are already in the output.
    */
-  async commit(lane: PartitionLane): Promise<void> {
-    const offset = lane.offsets.commitPoint();
-    if (offset === undefined || offset === lane.committed) return;
-    // Outputs of records whose offsets are not yet in the commit point wait for the next one.
-    const limit = BigInt(offset);
-    const cut = lane.staged.findIndex((s) => s.offset >= limit);
-    const staged = cut === -1 ? lane.staged : lane.staged.slice(0, cut);
-    lane.staged = cut === -1 ? [] : lane.staged.slice(cut);
-    lane.stagedBytes = lane.staged.reduce((sum, s) => sum + s.bytes, 0);
-    const producer = await this.acquire(lane.tp);
-    const txn = await producer.transaction();
-    try {
-      for (const [topic, messages] of groupByTopic(staged))
-        for (const chunk of chunksOf(messages, this.options.maxSendBytes))
-          await txn.send(
-            topic,
-            chunk.map((s) => s.message),
-          );
-      await txn.sendOffsets(this.options.group(), [{ ...lane.tp, offset }]);
-      await txn.commit();
-      lane.committed = offset;
-    } catch (err) {
-      await txn
-        .abort()
-        .catch((abortErr: unknown) =>
-          this.options.logger.warn({ err: abortErr }, 'aborting a failed transaction failed'),
+  private async fence(lane: PartitionLane, after: Promise<void>): Promise<void> {
+    await after;
+    await this.transactions.acquire(lane.tp);
+    const floor = await this.settledCommit(lane.tp);
+    if (floor !== undefined) {
+      lane.floor = floor;
+      lane.committed = floor.toString();
+    }
+  }
+
+  /**
+   * Without stable offsets (KIP-447's require_stable; kafkajs cannot ask), the offsets of a
+   * transaction a fenced worker committed just before it died may not be visible at the first
+   * read: reading a stale one would process that transaction's records again. Read until two
+   * reads a moment apart agree, keeping the highest.
+   */
+  private async settledCommit(tp: TopicPartition): Promise<bigint | undefined> {
+    const read = async (): Promise<bigint | undefined> => {
+      const committed = await this.options.consumer.committed(tp.topic);
+      const mine = committed.find((c) => c.partition === tp.partition);
+      return mine !== undefined && BigInt(mine.offset) >= 0n ? BigInt(mine.offset) : undefined;
+    };
+    // A stable read (KIP-447) waits for pending transactional offsets itself.
+    if (this.options.driver.features.stableOffsets) return read();
+    let best = await read();
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      await sleep(250);
+      const again = await read();
+      if (again === best) return best;
+      if (again !== undefined && (best === undefined || again > best)) best = again;
+    }
+    return best;
+  }
+
+  /** The lane's next transaction; one at a time per lane. */
+  private commitLane(lane: PartitionLane): Promise<void> {
+    if (lane.committing !== undefined) return lane.committing;
+    const round = (async () => {
+      try {
+        await lane.ready;
+        if (lane.retired) return;
+        const offset = this.options.policy.committable(lane.offsets, lane.committed);
+        if (offset !== undefined) await this.transactions.commit(lane, offset);
+      } catch (err) {
+        this.options.deps.logger.warn(
+          { err, topic: lane.tp.topic, partition: lane.tp.partition },
+          'transaction aborted; reading the partition again from its last commit',
         );
-      throw err;
-    }
+        this.options.deps.onEvent?.('commit-failed');
+        this.options.rewind(lane);
+      }
+    })().finally(() => {
+      if (lane.committing === round) lane.committing = undefined;
+    });
+    lane.committing = round;
+    return round;
   }
 }
 
-function groupByTopic(staged: StagedMessage[]): Map<string, StagedMessage[]> {
-  const grouped = new Map<string, StagedMessage[]>();
-  for (const message of staged) {
-    const list = grouped.get(message.topic) ?? [];
-    list.push(message);
-    grouped.set(message.topic, list);
-  }
-  return grouped;
-}
-
-/** Consecutive runs of at most `maxBytes` (a single larger message goes alone). */
-export function chunksOf(messages: StagedMessage[], maxBytes: number): StagedMessage[][] {
-  const chunks: StagedMessage[][] = [];
-  let chunk: StagedMessage[] = [];
-  let bytes = 0;
-  for (const message of messages) {
-    if (chunk.length > 0 && bytes + message.bytes > maxBytes) {
-      chunks.push(chunk);
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(message);
-    bytes += message.bytes;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
+/**
+ * A lane's readiness is awaited by its writes, maybe never (no record comes, the lane retires):
+ * its failure (a fencing refused) must not become an unhandled rejection, which ends the process.
+ * The writes that await it still see it fail.
+ */
+function settledLater(ready: Promise<void>): Promise<void> {
+  ready.catch(() => undefined);
+  return ready;
 }

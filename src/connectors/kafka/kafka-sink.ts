@@ -11,7 +11,7 @@ import { OutputRejectedError } from '../../errors.ts';
 import type { ConnectionHealth } from '../connection-health.ts';
 import { errorChain } from './kafka-security.ts';
 import { isTransient } from './write-attempts.ts';
-import type { OutputRecord } from '../../route/record.ts';
+import { describeOrigin, type OutputRecord } from '../../route/record.ts';
 import { recordBytes, type Sink, type TransactionStager } from '../../route/sink.ts';
 
 const MAX_BATCH = 1000;
@@ -43,7 +43,7 @@ export class KafkaSink implements Sink {
   private connected: Promise<void> | undefined;
   private readonly waiting: Waiting[] = [];
   private sending: Promise<void> | undefined;
-  private stager: TransactionStager | undefined;
+  private transactional = false;
   private readonly onHealth: KafkaSinkOptions['onHealth'];
   private outage: { since: number; attempt: number } | undefined;
 
@@ -55,14 +55,18 @@ export class KafkaSink implements Sink {
   }
 
   /** Exactly-once: from now on writes join the source's transactions (this producer stays idle). */
-  useTransactions(stager: TransactionStager): void {
-    this.stager = stager;
+  useTransactions(): void {
+    this.transactional = true;
   }
 
-  write(record: OutputRecord): Promise<void> {
-    if (this.stager !== undefined) {
+  write(record: OutputRecord, transaction?: TransactionStager): Promise<void> {
+    if (this.transactional) {
       try {
-        this.stager.stage(this.topic, record);
+        // Sent on its own, an output would be outside its input's transaction: a duplicate
+        // once that transaction aborts and the input is read again.
+        if (transaction === undefined)
+          throw new Error(`no transaction for ${describeOrigin(record.origin)}`);
+        transaction.stage(this.topic, record);
         return Promise.resolve();
       } catch (err) {
         return Promise.reject(err instanceof Error ? err : new Error(String(err)));
