@@ -3,6 +3,7 @@
 // Past `perWindow` lines in a window, the rest are counted and said in one line when the next
 // dead letter arrives after the window.
 import type { Logger } from '../logger.ts';
+import type { DeadLetterCode } from './dead-letter-codes.ts';
 
 export interface DeadLetterLogOptions {
   logger: Logger;
@@ -14,7 +15,7 @@ export interface DeadLetterLogOptions {
 }
 
 export interface DeadLetterNote {
-  code: string;
+  code: DeadLetterCode;
   message: string;
   /** The source position (describeOrigin). */
   origin: string;

@@ -3,10 +3,8 @@
 // which stage refused it, and why.
 import { hostname } from 'node:os';
 import { recordBytes } from './sink.ts';
+import type { DeadLetterCode, StageOf } from './dead-letter-codes.ts';
 import type { Headers, OutputRecord, SourceRecord } from './record.ts';
-
-/** Where a record was refused: 'output' is shaping the output record, 'sink' writing it. */
-export type Stage = 'decode' | 'validate' | 'inference' | 'output' | 'sink';
 
 export const DLQ_HEADER_PREFIX = 'hugot.error.';
 
@@ -24,10 +22,11 @@ export function withoutErrorHeaders(headers: Headers): Headers {
   return kept;
 }
 
-export function deadLetter(
+/** A code minted as a literal must go with its own stage (dead-letter-codes.ts). */
+export function deadLetter<C extends DeadLetterCode>(
   record: SourceRecord,
-  stage: Stage,
-  code: string,
+  stage: StageOf<C>,
+  code: C,
   message: string,
   now = new Date(),
 ): OutputRecord {

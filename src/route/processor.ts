@@ -7,7 +7,13 @@
 // not be acknowledged.
 import { ClosedError, HugotError, SinkError } from '../errors.ts';
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
-import { deadLetter, withoutErrorHeaders, type Stage } from './dead-letter.ts';
+import { deadLetter, withoutErrorHeaders } from './dead-letter.ts';
+import {
+  deadLetterCodeOf,
+  type DeadLetterCode,
+  type Stage,
+  type StageOf,
+} from './dead-letter-codes.ts';
 import { checkGenerationOutput, GENERATION_TASK } from './generation-output.ts';
 import { getPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
@@ -28,7 +34,7 @@ export type Outcome =
       /** The input text's length when it was cut before tokenization, and the length kept. */
       cut?: TextCut;
     }
-  | { kind: 'dead'; record: OutputRecord; code: string; message: string }
+  | { kind: 'dead'; record: OutputRecord; code: DeadLetterCode; message: string }
   | { kind: 'retry'; error: unknown };
 
 /** What a submit may need besides the input: generation derives a request id and options from it. */
@@ -47,12 +53,15 @@ function shapeRefusalCode(err: unknown): 'TOO_LARGE' | 'WRONG_TYPE' {
   return err instanceof OverLimitError ? 'TOO_LARGE' : 'WRONG_TYPE';
 }
 
-/** A refusal found while handling a record: becomes its dead letter (never leaves process()). */
-class Refusal extends Error {
+/**
+ * A refusal found while handling a record: becomes its dead letter (never leaves process()).
+ * Generic so that a code written out must come with its own stage.
+ */
+class Refusal<C extends DeadLetterCode = DeadLetterCode> extends Error {
   override name = 'Refusal';
   readonly stage: Stage;
-  readonly code: string;
-  constructor(stage: Stage, code: string, message: string) {
+  readonly code: C;
+  constructor(stage: StageOf<C>, code: C, message: string) {
     super(message);
     this.stage = stage;
     this.code = code;
@@ -115,14 +124,11 @@ export class RecordProcessor {
     } catch (err) {
       // The record is fine: a sink failed, or the worker is shutting down and gave it up.
       if (err instanceof SinkError || err instanceof ClosedError) throw err;
+      // instanceof knows the class, not which code it was made with.
       const refusal =
         err instanceof Refusal
-          ? err
-          : new Refusal(
-              at.stage,
-              err instanceof HugotError ? err.code : 'INTERNAL',
-              `${at.stage} failed: ${messageOf(err)}`,
-            );
+          ? (err as Refusal)
+          : new Refusal(at.stage, deadLetterCodeOf(err), `${at.stage} failed: ${messageOf(err)}`);
       return {
         kind: 'dead',
         record: deadLetter(record, refusal.stage, refusal.code, refusal.message),
@@ -227,8 +233,7 @@ export class RecordProcessor {
     } catch (err) {
       if (err instanceof SinkError || err instanceof ClosedError) throw err;
       if (err instanceof HugotError && err.retriable) return { kind: 'retry', error: err };
-      const code = err instanceof HugotError ? err.code : 'INTERNAL';
-      throw new Refusal('inference', code, messageOf(err));
+      throw new Refusal('inference', deadLetterCodeOf(err), messageOf(err));
     }
     at.stage = 'output';
     if (this.task === GENERATION_TASK) checkGenerationOutput(result);

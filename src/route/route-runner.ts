@@ -9,6 +9,7 @@ import { ClosedError, OutputRejectedError, SinkError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { recordBytes, type Sink, type TransactionStager } from './sink.ts';
 import { deadLetter, fitDeadLetter } from './dead-letter.ts';
+import { deadLetterCodeOf, type DeadLetterCode } from './dead-letter-codes.ts';
 import { DeadLetterLog } from './dead-letter-log.ts';
 import type { Outcome, RecordProcessor } from './processor.ts';
 import type { TextCut } from './long-text.ts';
@@ -16,7 +17,7 @@ import { describeOrigin, type OutputRecord, type SourceRecord } from './record.t
 
 export type Handled =
   | { kind: 'written'; output: OutputRecord; result: unknown }
-  | { kind: 'dead-lettered'; dead: OutputRecord; code: string };
+  | { kind: 'dead-lettered'; dead: OutputRecord; code: DeadLetterCode };
 
 export interface RouteCounters {
   received: number;
@@ -76,7 +77,7 @@ export class RouteRunner {
     if (outcome.kind === 'retry') {
       const message =
         outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-      const code = (outcome.error as { code?: string }).code ?? 'RETRIES_EXHAUSTED';
+      const code = deadLetterCodeOf(outcome.error, 'RETRIES_EXHAUSTED');
       return {
         kind: 'dead',
         record: deadLetter(
@@ -120,7 +121,7 @@ export class RouteRunner {
     if (outcome.kind === 'output') {
       if (outcome.cut !== undefined) this.noteCut(outcome.cut, outcome.source);
       const sink = this.options.sink;
-      let refusal: { code: string; message: string } | undefined;
+      let refusal: { code: DeadLetterCode; message: string } | undefined;
       const bytes = recordBytes(outcome.record);
       if (sink?.maxRecordBytes !== undefined && bytes > sink.maxRecordBytes) {
         refusal = {
@@ -134,7 +135,7 @@ export class RouteRunner {
           return { kind: 'written', output: outcome.record, result: outcome.result };
         } catch (err) {
           if (!(err instanceof OutputRejectedError)) throw err;
-          refusal = { code: err.code, message: err.message };
+          refusal = { code: deadLetterCodeOf(err), message: err.message };
         }
       }
       outcome = {

@@ -17,6 +17,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { closeRedis, connectRedis, redisReady, type RedisTarget } from './redis-connection.ts';
 import { deadLetter } from '../../route/dead-letter.ts';
+import { DEAD_LETTER_CODES, type DeadLetterCode } from '../../route/dead-letter-codes.ts';
 import type { Outcome } from '../../route/processor.ts';
 import type { SourceRecord } from '../../route/record.ts';
 import { reportRedisOutages } from './redis-outage-reporter.ts';
@@ -24,14 +25,11 @@ import type { LagSample, Source, SourceDeps } from '../source.ts';
 
 type Decided = Exclude<Outcome, { kind: 'retry' }>;
 
-/** Codes of failures that another attempt may cure (the retriable HugotError classes). */
-const RETRIABLE_CODES = new Set(['WORKER_CRASHED', 'INFERENCE_FAILED', 'OVERLOADED']);
-
 /** Thrown to hand a retriable failure to BullMQ's attempts. */
 export class RetriableJobError extends Error {
   override name = 'RetriableJobError';
-  readonly code: string;
-  constructor(code: string, message: string) {
+  readonly code: DeadLetterCode;
+  constructor(code: DeadLetterCode, message: string) {
     super(`${code}: ${message}`);
     this.code = code;
   }
@@ -125,7 +123,8 @@ export class BullmqSource implements Source {
   private async process(job: Job): Promise<unknown> {
     const record = recordOf(job, this.options.queue);
     const outcome = await this.deps.runner.decide(record);
-    if (outcome.kind === 'dead' && RETRIABLE_CODES.has(outcome.code)) {
+    // A failure that another attempt may cure goes to the job's own attempts before the DLQ.
+    if (outcome.kind === 'dead' && DEAD_LETTER_CODES[outcome.code].retriable) {
       this.lastFailure.set(job.id ?? '', outcome);
       throw new RetriableJobError(outcome.code, outcome.message);
     }

@@ -272,7 +272,10 @@ export class RedisStreamSource implements Source {
       headers: entry.headers,
       origin: { kind: 'redis-stream', stream, id: entry.id },
     };
-    const refuse = (code: string, message: string): Promise<unknown> =>
+    const refuse = (
+      code: 'VALUE_FIELD_MISSING' | 'MAX_DELIVERIES',
+      message: string,
+    ): Promise<unknown> =>
       this.deps.runner.write({
         kind: 'dead',
         record: deadLetter(record, 'decode', code, message),
