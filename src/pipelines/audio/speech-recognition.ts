@@ -19,7 +19,8 @@ import {
   type RunSession,
   type Seq2SeqLayout,
 } from '../seq2seq/seq2seq-model.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
+import { audioInput } from './audio-task.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
 import { compileWhisperFeatures, whisperLogMel, type WhisperFeatures } from './whisper-features.ts';
@@ -381,6 +382,7 @@ function strides(
 
 export const automaticSpeechRecognitionTask: TaskDefinition = {
   task: TASK,
+  execution: 'segment',
   optionsSchema: speechRecognitionOptionsSchema,
   create: (model, options) =>
     new SpeechRecognitionPipeline(model, options as SpeechRecognitionOptions),
@@ -389,13 +391,6 @@ export const automaticSpeechRecognitionTask: TaskDefinition = {
     const { text, chunks } = result as { text: string; chunks?: unknown };
     return chunks === undefined ? { text } : { text, chunks };
   },
-  // The route reads and checks the audio itself (src/route/audio-input.ts): its size is held to
-  // limits.maxAudioBytes and its duration to limits.maxAudioSeconds.
-  inputSchema(input, check) {
-    if (typeof input !== 'string' && !(input instanceof Uint8Array))
-      check.fail("audio: base64 (a string), or the record's bytes");
-  },
-  inputKind: 'audio',
-  // A clip is one row of the batch whatever its length; the decoder's length is bounded by maxNewTokens.
-  cost: () => Promise.resolve(UNIT_COST),
+  // A clip is one row whatever its length; the decoder's length is bounded by maxNewTokens.
+  ...audioInput,
 };

@@ -274,6 +274,7 @@ export class TextToSpeechPipeline
 function speechTask(task: string): TaskDefinition {
   return {
     task,
+    execution: 'segment',
     optionsSchema: textToSpeechOptionsSchema,
     create: (model, options) =>
       new TextToSpeechPipeline(task, model, options as TextToSpeechOptions),

@@ -191,6 +191,7 @@ export class TextGenerationPipeline extends BasePipeline<
       mergeOptions(this.options, call, options),
       defaults,
       this.model,
+      TASK,
     );
     if (settings.responseFormat !== undefined) {
       if (settings.eosTokenIds.size === 0)
@@ -282,6 +283,7 @@ function toTools(value: unknown, field: string): ToolSpec[] {
 
 export const textGenerationTask: TaskDefinition = {
   task: TASK,
+  execution: 'decoderOnly',
   optionsSchema: generationOptionsSchema,
   create: (model, options) => new TextGenerationPipeline(model, options as GenerationOptions),
   // Python's [{generated_text}]; a structured output's parsed value and the tool calls, which

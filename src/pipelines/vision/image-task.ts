@@ -1,6 +1,6 @@
 // What an image task tells the registry about its input: an image a route reads and checks
 // itself (src/route/image-input.ts, held to limits.maxImageBytes and maxImagePixels, not to the
-// text limits), one batch row per image.
+// text limits), one batch row per image, because every image is resized to the model's input.
 import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
 
 export const imageInput = {
