@@ -112,3 +112,20 @@ export const textInput = {
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * An input a route reads as a file's bytes and checks itself against its own limits, not the
+ * text ones (src/route/image-input.ts, audio-input.ts); one batch row whatever its size.
+ */
+export function fileInput(
+  inputKind: 'image' | 'audio',
+  expected: string,
+): Pick<TaskDefinition, 'inputSchema' | 'inputKind' | 'cost'> {
+  return {
+    inputSchema(input, check) {
+      if (typeof input !== 'string' && !(input instanceof Uint8Array)) check.fail(expected);
+    },
+    inputKind,
+    cost: () => Promise.resolve(UNIT_COST),
+  };
+}

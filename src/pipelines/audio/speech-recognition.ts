@@ -42,6 +42,7 @@ import {
 } from './whisper-settings.ts';
 import {
   decodeTranscript,
+  type TimestampedChunk,
   type Transcript,
   type TranscribedChunk,
   type WhisperVocabulary,
@@ -236,7 +237,7 @@ export class SpeechRecognitionPipeline
     return (await this.jobTranscript(job)).text;
   }
 
-  async result(job: ClipJob): Promise<GenerationResult> {
+  async result(job: ClipJob): Promise<TranscriptResult> {
     const settings = await this.resolved();
     const { state } = job;
     const transcript = await this.jobTranscript(job);
@@ -378,6 +379,12 @@ function strides(
 ): [number, number] {
   const stride = strideLengthS ?? chunkLengthS / 6;
   return typeof stride === 'number' ? [stride, stride] : stride;
+}
+
+/** The generative engine's result for a clip. */
+export interface TranscriptResult extends GenerationResult {
+  /** With returnTimestamps / returnLanguage: the transcript's chunks. */
+  chunks?: TimestampedChunk[];
 }
 
 export const automaticSpeechRecognitionTask: TaskDefinition = {

@@ -195,7 +195,7 @@ export class TextToSpeechPipeline
     return { samples, samplingRate: this.samplingRate, format: this.options.wavFormat };
   }
 
-  result(job: SpeechJob): Promise<GenerationResult> {
+  result(job: SpeechJob): Promise<SpeechResult> {
     const waveform = job.waveform ?? new Float32Array(0);
     return Promise.resolve({
       text: '',
@@ -269,6 +269,13 @@ export class TextToSpeechPipeline
     });
     return folderSpeaker(this.model.folder, files);
   }
+}
+
+/** The generative engine's result for a text: no text, the waveform instead. */
+export interface SpeechResult extends GenerationResult {
+  /** The whole waveform as a WAV file. */
+  audio: Uint8Array;
+  samplingRate: number;
 }
 
 function speechTask(task: string): TaskDefinition {

@@ -9,10 +9,10 @@ import { StopSequences } from './stop-sequences.ts';
 import { FormatCursor } from './structured/format-constraint.ts';
 import { banBeforeForcing, force, suppressTokens } from './token-bans.ts';
 import { parseToolCalls, type ToolCall } from './tool-calls.ts';
-import type { TimestampedChunk } from '../audio/whisper-transcript.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
 
+/** What a decoded sequence ends with; a task that adds fields has its own type (EngineResult). */
 export interface GenerationResult {
   /** The generated text only (not the prompt), without special tokens or the stop sequence. */
   text: string;
@@ -27,11 +27,6 @@ export interface GenerationResult {
   formatError?: string;
   /** The tool calls in the output (Hermes-style `<tool_call>` blocks), when the input had tools. */
   toolCalls?: ToolCall[];
-  /** Speech recognition with returnTimestamps / returnLanguage: the transcript's chunks. */
-  chunks?: TimestampedChunk[];
-  /** Speech synthesis: the whole waveform as a WAV file, and its rate. */
-  audio?: Uint8Array;
-  samplingRate?: number;
 }
 
 export interface ProgressOptions {
