@@ -3,9 +3,13 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { batcherOptionsSchema } from '../batching/batcher-options.ts';
-import { GENERATIVE_TASKS } from '../generative/generative-tasks.ts';
 import { checkedAsWritten, checkWithSchema } from '../options/parse.ts';
-import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
+import {
+  findTask,
+  GENERATIVE_TASK_NAMES,
+  isGenerativeTask,
+  unknownTaskMessage,
+} from '../pipelines/registry.ts';
 import { runtimeOptionsSchema } from '../runtime/runtime-options.ts';
 import { shardSchema } from '../shards/shard-spec.ts';
 import { DEFAULT_SHARDS } from '../shards/device-name.ts';
@@ -55,13 +59,13 @@ const pipelineSchema = z
 function checkTaskFields(pipeline: unknown, ctx: z.RefinementCtx): void {
   if (pipeline === null || typeof pipeline !== 'object') return;
   const { task, options, generative } = pipeline as Record<string, unknown>;
-  if (generative !== undefined && typeof task === 'string' && !GENERATIVE_TASKS.includes(task))
+  const definition = typeof task === 'string' ? findTask(task) : undefined;
+  if (generative !== undefined && typeof task === 'string' && !isGenerativeTask(task))
     ctx.addIssue({
       code: 'custom',
       path: ['generative'],
-      message: `only ${GENERATIVE_TASKS.join(', ')} pipelines run on the generative engine; remove it or use one of those tasks`,
+      message: `only ${GENERATIVE_TASK_NAMES.join(', ')} pipelines run on the generative engine; remove it or use one of those tasks`,
     });
-  const definition = typeof task === 'string' ? findTask(task) : undefined;
   // An unknown task has no options to check against; its name is reported on its own.
   if (definition === undefined || (options !== undefined && !isRecord(options))) return;
   const checked = checkWithSchema(

@@ -1,14 +1,13 @@
-// Which step loop a generation thread runs: the decoder-only loop for textGeneration, the
-// cohort loop for a task whose pipeline can decode step by step (stepwise.ts), the segment loop
-// for one whose output is final a segment at a time (segmentwise.ts).
+// Which step loop a generation thread runs: the one its task's definition names (execution in
+// task-definition.ts). The pipeline must also drive that loop's interface (stepwise.ts for a
+// cohort, segmentwise.ts for segments), which a task that is not generative fails.
 import { ConfigError } from '../errors.ts';
 import { TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
-import { findTask } from '../pipelines/registry.ts';
+import { findTask, GENERATIVE_TASK_NAMES } from '../pipelines/registry.ts';
 import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
 import { isSegmentwiseGenerator } from '../pipelines/generation/segmentwise.ts';
 import { isStepwiseGenerator } from '../pipelines/generation/stepwise.ts';
 import { GenerationLoop } from './generation-loop.ts';
-import { GENERATIVE_TASKS } from './generative-tasks.ts';
 import type { GenerationWorkerSetup } from './protocol.ts';
 import { CohortLoop } from './cohort-loop.ts';
 import { SegmentLoop } from './segment-loop.ts';
@@ -18,7 +17,8 @@ export async function createLoop(
   model: LoadedModel,
   setup: GenerationWorkerSetup,
 ): Promise<StepLoop> {
-  if (setup.task === 'textGeneration') {
+  const definition = findTask(setup.task);
+  if (definition?.execution === 'decoderOnly') {
     const pipeline = new TextGenerationPipeline(model, setup.generation, {
       prefixCache: setup.prefixCache,
     });
@@ -26,14 +26,17 @@ export async function createLoop(
     await pipeline.ready();
     return new GenerationLoop(pipeline, setup.limits);
   }
-  const pipeline = findTask(setup.task)?.create(model, setup.pipelineOptions);
-  if (isSegmentwiseGenerator(pipeline))
-    return SegmentLoop.create(pipeline, { maxActive: setup.limits.maxActive });
-  if (!isStepwiseGenerator(pipeline)) {
-    throw new ConfigError(
-      `the generative engine runs ${GENERATIVE_TASKS.join(', ')}; not ${setup.task}`,
-      { field: 'task' },
-    );
-  }
-  return CohortLoop.create(pipeline, { maxActive: setup.limits.maxActive });
+  const pipeline =
+    definition?.execution === 'batch'
+      ? undefined
+      : definition?.create(model, setup.pipelineOptions);
+  const maxActive = setup.limits.maxActive;
+  if (definition?.execution === 'segment' && isSegmentwiseGenerator(pipeline))
+    return SegmentLoop.create(pipeline, { maxActive });
+  if (definition?.execution === 'cohort' && isStepwiseGenerator(pipeline))
+    return CohortLoop.create(pipeline, { maxActive });
+  throw new ConfigError(
+    `the generative engine runs ${GENERATIVE_TASK_NAMES.join(', ')}; not ${setup.task}`,
+    { field: 'task' },
+  );
 }

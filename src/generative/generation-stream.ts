@@ -1,26 +1,25 @@
 // The caller's side of one submitted request: an async iterable of token events ending with
 // `done` (or throwing the request's error), plus `result` for callers that only want the end.
 // Events are buffered, so a caller may start iterating late or never.
-import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
-import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
+import type { EngineEvent, EngineResult } from './engine-event.ts';
 
-export type StreamEvent = GenerationEvent & {
+export type StreamEvent = EngineEvent & {
   /** performance.now() on the receiving thread when the event arrived (for latency metrics). */
   receivedAt: number;
 };
 
 export class GenerationStream implements AsyncIterable<StreamEvent> {
   readonly id: number;
-  readonly result: Promise<GenerationResult>;
+  readonly result: Promise<EngineResult>;
   private readonly buffered: StreamEvent[] = [];
   private failure: { error: unknown } | undefined;
   private finished = false;
   private waiter: (() => void) | undefined;
-  private settle!: { resolve: (r: GenerationResult) => void; reject: (e: unknown) => void };
+  private settle!: { resolve: (r: EngineResult) => void; reject: (e: unknown) => void };
 
   constructor(id: number) {
     this.id = id;
-    this.result = new Promise<GenerationResult>((resolve, reject) => {
+    this.result = new Promise<EngineResult>((resolve, reject) => {
       this.settle = { resolve, reject };
     });
     // The result promise may go unobserved by callers who iterate; its rejection is theirs.

@@ -11,13 +11,14 @@ import {
   parseGenerationOptions,
   type GenerationOptions,
 } from '../pipelines/generation/generation-options.ts';
+import { textGenerationTask } from '../pipelines/generation/text-generation.ts';
+import { GENERATIVE_TASK_NAMES, isGenerativeTask } from '../pipelines/registry.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import {
   NO_PREFIX_CACHE_STATS,
   type PrefixCacheOptions,
   type PrefixCacheStats,
 } from '../pipelines/generation/prefix-cache.ts';
-import { GENERATIVE_TASKS } from './generative-tasks.ts';
 import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';
@@ -26,9 +27,9 @@ import { cudaDeviceId } from '../shards/device-name.ts';
 
 export interface GenerativeEngineOptions {
   model: ModelSpec;
-  /** textGeneration (default) or an encoder–decoder task: text2textGeneration, summarization, translation. */
+  /** textGeneration (default) or another task of the registry's that is not 'batch' (its execution). */
   task?: string;
-  /** An encoder–decoder task's pipeline options (textGeneration takes `generation`). */
+  /** A cohort or segment task's pipeline options (a 'decoderOnly' task takes `generation`). */
   pipelineOptions?: Record<string, unknown>;
   /** Defaults of every request; a request's own options override them field by field. */
   generation?: GenerationOptions;
@@ -82,10 +83,10 @@ export class GenerativeEngine {
       'generative',
     );
     const limits = compileSchedulerOptions(options.scheduler, 'generative.scheduler');
-    const task = options.task ?? 'textGeneration';
-    if (!GENERATIVE_TASKS.includes(task)) {
+    const task = options.task ?? textGenerationTask.task;
+    if (!isGenerativeTask(task)) {
       throw new ConfigError(
-        `the generative engine runs ${GENERATIVE_TASKS.join(', ')}; not ${task}`,
+        `the generative engine runs ${GENERATIVE_TASK_NAMES.join(', ')}; not ${task}`,
         { field: 'task' },
       );
     }

@@ -3,10 +3,10 @@
 // together in one message, so the message rate follows steps, not tokens.
 import type { SerializedError } from '../errors.ts';
 import type { GenerationOptions } from '../pipelines/generation/generation-options.ts';
-import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
 import type { PrefixCacheLimits, PrefixCacheStats } from '../pipelines/generation/prefix-cache.ts';
 import type { AudioChunk } from '../pipelines/generation/segmentwise.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import type { EngineResult } from './engine-event.ts';
 import type { SchedulerLimits } from './scheduler.ts';
 
 /** What a worker loads once, at start. */
@@ -46,7 +46,7 @@ export type SequenceEvent =
       /** Speech synthesis: waveform samples that became final at this step. */
       audio?: AudioChunk;
     }
-  | { kind: 'done'; id: number; result: GenerationResult }
+  | { kind: 'done'; id: number; result: EngineResult }
   | { kind: 'failed'; id: number; error: SerializedError };
 
 export interface LoopStats {

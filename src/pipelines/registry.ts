@@ -1,6 +1,7 @@
 // The only list of tasks. A task is one file exporting its TaskDefinition (task-definition.ts)
-// and one line here; the config schema, the route's input check, the engine's batch pricing and
-// the pipeline factory all ask this registry (docs/pipelines.md#adding-a-pipeline).
+// and one line here; the config schema, the route's input check, the engine's batch pricing, the
+// generative engine's loop and the pipeline factory all ask this registry
+// (docs/pipelines.md#adding-a-pipeline).
 import { audioClassificationTask } from './audio/audio-classification.ts';
 import { ConfigError } from '../errors.ts';
 import { crossEncoderTask } from './text/cross-encoder.ts';
@@ -24,7 +25,7 @@ import { maskGenerationTask } from './vision/mask-generation.ts';
 import { backgroundRemovalTask } from './vision/background-removal.ts';
 import { batchSafe } from './row-by-row.ts';
 import { didYouMean } from '../options/suggest.ts';
-import type { TaskDefinition } from './task-definition.ts';
+import type { ExecutionKind, TaskDefinition } from './task-definition.ts';
 import { textClassificationTask } from './text/text-classification.ts';
 import { textGenerationTask } from './generation/text-generation.ts';
 import { tokenClassificationTask } from './text/token-classification.ts';
@@ -78,6 +79,11 @@ const byName = new Map<string, TaskDefinition>(
 
 export const TASK_NAMES: readonly string[] = TASKS.map((definition) => definition.task);
 
+/** Tasks a pipeline may run on a generative engine (its `generative` block), in this order. */
+export const GENERATIVE_TASK_NAMES: readonly string[] = TASKS.filter(
+  (definition) => definition.execution !== 'batch',
+).map((definition) => definition.task);
+
 export function isTaskName(name: string): boolean {
   return byName.has(name);
 }
@@ -101,6 +107,17 @@ export function taskDefinition(name: string, field = 'task'): TaskDefinition {
   const definition = byName.get(name);
   if (definition === undefined) throw new ConfigError(unknownTaskMessage(name), { field });
   return definition;
+}
+
+/** A task a pipeline may run on a generative engine; false for a name no task has. */
+export function isGenerativeTask(name: string): boolean {
+  const execution = byName.get(name)?.execution;
+  return execution !== undefined && execution !== 'batch';
+}
+
+/** How the task runs; undefined for a name no task has. */
+export function executionOf(task: string): ExecutionKind | undefined {
+  return byName.get(task)?.execution;
 }
 
 /** Tasks whose input a route reads as an image (docs/security.md#image-inputs). */

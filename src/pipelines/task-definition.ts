@@ -43,6 +43,24 @@ export interface PythonCall {
   readonly returnFullText: boolean;
 }
 
+/**
+ * 'image' / 'audio': a route reads the input as an image's or an audio file's bytes
+ * (docs/security.md#image-inputs, #audio-inputs). 'imageText': the input is an object whose
+ * `image` a route reads as an image, its other fields checked by inputSchema. 'text': the route
+ * hands the input on as parsed, checked by inputSchema alone.
+ */
+export type InputKind = 'text' | 'image' | 'audio' | 'imageText';
+
+/**
+ * 'batch': the batch engine only. The others may also opt in to a generative engine (a
+ * pipeline's `generative` block), each kind with its own step loop, because each decodes
+ * differently: 'decoderOnly' grows one sequence per request over a shared KV batch
+ * (src/generative/generation-loop.ts), and its pipeline options are every request's generation
+ * defaults; 'cohort' runs an encoder once per cohort of requests, then decodes them stepwise
+ * (cohort-loop.ts); 'segment' yields its output final a segment at a time (segment-loop.ts).
+ */
+export type ExecutionKind = 'batch' | 'decoderOnly' | 'cohort' | 'segment';
+
 export interface TaskDefinition {
   /** The name configs and the library API use. */
   readonly task: string;
@@ -52,12 +70,10 @@ export interface TaskDefinition {
   readonly create: (model: LoadedModel, options: unknown) => Pipeline<unknown, unknown>;
   /** What a record must hold, checked before it joins a batch so it cannot fail its batch mates. */
   readonly inputSchema: (input: unknown, check: InputCheck) => void;
-  /**
-   * 'image' / 'audio': a route reads the input as an image's or an audio file's bytes
-   * (docs/security.md#image-inputs, #audio-inputs). 'imageText': the input is an object whose
-   * `image` a route reads as an image, its other fields checked by inputSchema.
-   */
-  readonly inputKind: 'text' | 'image' | 'audio' | 'imageText';
+  /** What a route reads the input as (InputKind). */
+  readonly inputKind: InputKind;
+  /** Which engine may run the pipeline, and with which step loop (ExecutionKind). */
+  readonly execution: ExecutionKind;
   /** How much of a batch an input takes; asked only of models with a tokenizer. */
   readonly cost: (input: unknown, meter: CostMeter) => Promise<InputCost>;
   /** Where the pipeline truncates below the tokenizer's limit, by its options. */
@@ -96,3 +112,20 @@ export const textInput = {
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * An input a route reads as a file's bytes and checks itself against its own limits, not the
+ * text ones (src/route/image-input.ts, audio-input.ts); one batch row whatever its size.
+ */
+export function fileInput(
+  inputKind: 'image' | 'audio',
+  expected: string,
+): Pick<TaskDefinition, 'inputSchema' | 'inputKind' | 'cost'> {
+  return {
+    inputSchema(input, check) {
+      if (typeof input !== 'string' && !(input instanceof Uint8Array)) check.fail(expected);
+    },
+    inputKind,
+    cost: () => Promise.resolve(UNIT_COST),
+  };
+}

@@ -5,6 +5,7 @@
 // frame headers (FLAC, MP3, Ogg) against limits.maxAudioSeconds before any thread decodes a sample.
 import { InputError } from '../errors.ts';
 import { probeAudio } from '../pipelines/audio/audio-format.ts';
+import { base64Bytes } from './base64-bytes.ts';
 
 export interface AudioInputOptions {
   maxBytes: number;
@@ -22,10 +23,6 @@ export class AudioRefusedError extends InputError {
     this.reason = reason;
   }
 }
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/;
-const DATA_URL = /^data:[^,]*;base64,/;
 
 export class AudioInputs {
   private readonly options: AudioInputOptions;
@@ -65,12 +62,12 @@ export class AudioInputs {
 }
 
 function decodeBase64(text: string, field: string): Uint8Array {
-  const payload = text.replace(DATA_URL, '').replace(/\s+/g, '');
-  if (payload === '' || !(BASE64.test(payload) || BASE64URL.test(payload)))
+  const bytes = base64Bytes(text);
+  if (bytes === undefined)
     throw new AudioRefusedError(
       'AUDIO_INVALID',
       `${field} must be an audio file's bytes in base64`,
       field,
     );
-  return Buffer.from(payload, BASE64.test(payload) ? 'base64' : 'base64url');
+  return bytes;
 }

@@ -6,10 +6,8 @@
 // synthesis streams audio the same way: each record's `audioDelta` is a WAV file of the samples
 // since the previous record, and their samples add up to the final's `audio`.
 import type { RouteConfig } from '../config/schema.ts';
-import type {
-  FinishReason,
-  GenerationResult,
-} from '../pipelines/generation/generation-progress.ts';
+import type { EngineResult } from '../generative/engine-event.ts';
+import type { FinishReason } from '../pipelines/generation/generation-progress.ts';
 import { withoutErrorHeaders } from './dead-letter.ts';
 import { setPath } from './field-path.ts';
 import type { OutputRecord, RecordOrigin, SourceRecord } from './record.ts';
@@ -50,9 +48,9 @@ export interface FinalValue {
   json?: unknown;
   /** Set when the output misses its responseFormat: the route dead-letters the record. */
   formatError?: string;
-  toolCalls?: GenerationResult['toolCalls'];
+  toolCalls?: EngineResult['toolCalls'];
   /** Speech recognition's timestamped or language chunks. */
-  chunks?: GenerationResult['chunks'];
+  chunks?: EngineResult['chunks'];
   /** Speech synthesis: the samples since the previous record (WAV, base64). */
   audioDelta?: string;
   /** Speech synthesis: the whole waveform (a WAV file) and its rate. */

@@ -8,6 +8,7 @@ import { open, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { InputError } from '../errors.ts';
 import { loadSharp } from '../pipelines/vision/load-sharp.ts';
+import { base64Bytes } from './base64-bytes.ts';
 
 export interface ImageInputOptions {
   from: 'base64' | 'path';
@@ -26,10 +27,6 @@ export class ImageRefusedError extends InputError {
     this.reason = reason;
   }
 }
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/;
-const DATA_URL = /^data:[^,]*;base64,/;
 
 export class ImageInputs {
   private readonly options: ImageInputOptions;
@@ -130,12 +127,12 @@ export class ImageInputs {
 }
 
 function decodeBase64(text: string, field: string): Uint8Array {
-  const payload = text.replace(DATA_URL, '').replace(/\s+/g, '');
-  if (payload === '' || !(BASE64.test(payload) || BASE64URL.test(payload)))
+  const bytes = base64Bytes(text);
+  if (bytes === undefined)
     throw new ImageRefusedError(
       'IMAGE_INVALID',
       `${field} must be an image's bytes in base64 (a path is read only with input.images.from: path)`,
       field,
     );
-  return Buffer.from(payload, BASE64.test(payload) ? 'base64' : 'base64url');
+  return bytes;
 }

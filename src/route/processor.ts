@@ -14,13 +14,19 @@ import {
   type Stage,
   type StageOf,
 } from './dead-letter-codes.ts';
-import { checkGenerationOutput, GENERATION_TASK } from './generation-output.ts';
+import { checkGenerationOutput } from './generation-output.ts';
 import { getPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { OverLimitError, checkInputShape } from './input-shape.ts';
 import { cutLongText, type TextCut } from './long-text.ts';
-import { findTask, readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
+import {
+  executionOf,
+  findTask,
+  readsAudio,
+  readsImageField,
+  readsImages,
+} from '../pipelines/registry.ts';
 import { outputShaper, type OutputShaper } from './output-keys.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
@@ -86,6 +92,8 @@ export class RecordProcessor {
   private readonly audio: AudioInputs | undefined;
   /** The pipeline truncates at a token cap: an over-limit text is cut at a word, not refused. */
   private readonly cutsLongText: boolean;
+  /** Only a decoder-only task takes a responseFormat, so only its results can miss one. */
+  private readonly decoderOnly: boolean;
   private readonly shapeOutput: OutputShaper;
 
   constructor(
@@ -97,6 +105,7 @@ export class RecordProcessor {
   ) {
     const pipelineOptions = options.pipelineOptions ?? {};
     this.cutsLongText = findTask(task)?.cutsLongText?.(pipelineOptions) === true;
+    this.decoderOnly = executionOf(task) === 'decoderOnly';
     this.shapeOutput = outputShaper(task, route.output, pipelineOptions);
     this.route = route;
     this.task = task;
@@ -236,7 +245,7 @@ export class RecordProcessor {
       throw new Refusal('inference', deadLetterCodeOf(err), messageOf(err));
     }
     at.stage = 'output';
-    if (this.task === GENERATION_TASK) checkGenerationOutput(result);
+    if (this.decoderOnly) checkGenerationOutput(result);
     const plain = toPlain(this.shapeOutput(result, recordInput));
     const resultJson = JSON.stringify(plain);
     let value = resultJson;

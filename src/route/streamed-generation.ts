@@ -15,8 +15,7 @@ import {
   generationOptionsSchema,
   type GenerationOptions,
 } from '../pipelines/generation/generation-options.ts';
-import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
-import type { GenerationResult } from '../pipelines/generation/generation-progress.ts';
+import type { EngineEvent, EngineResult } from '../generative/engine-event.ts';
 import type { AudioChunk } from '../pipelines/generation/segmentwise.ts';
 import { concatSamples } from '../pipelines/audio/samples.ts';
 import { encodeWav } from '../pipelines/audio/wav-encode.ts';
@@ -33,7 +32,7 @@ import type { OutputRecord, SourceRecord } from './record.ts';
 
 /** The part of GenerativeEngine a route needs (unit tests pass a fake). */
 export interface GenerationSubmitter {
-  submit(input: unknown, options: GenerateOptions): AsyncIterable<GenerationEvent>;
+  submit(input: unknown, options: GenerateOptions): AsyncIterable<EngineEvent>;
 }
 
 export interface StreamedGenerationOptions {
@@ -168,7 +167,7 @@ class AudioDelta {
   }
 
   /** The final record's audio fields: the rest as a delta, and the whole waveform. */
-  final(result: GenerationResult): Pick<FinalValue, 'audioDelta' | 'audio' | 'samplingRate'> {
+  final(result: EngineResult): Pick<FinalValue, 'audioDelta' | 'audio' | 'samplingRate'> {
     const audioDelta = this.take();
     return {
       ...(audioDelta !== undefined ? { audioDelta } : {}),

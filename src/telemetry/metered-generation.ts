@@ -2,7 +2,7 @@
 // watching the events a route reads from the generative engine. Wraps the submitter a route
 // uses, so the engine and the route need no hook of their own.
 import type { GenerationSubmitter } from '../route/streamed-generation.ts';
-import type { GenerationEvent } from '../pipelines/generation/text-generation.ts';
+import type { EngineEvent } from '../generative/engine-event.ts';
 
 export interface GenerationMeter {
   firstToken(pipeline: string, seconds: number): void;
@@ -20,7 +20,7 @@ export function meteredGeneration(
       const submitted = now();
       const events = engine.submit(input, options);
       return {
-        async *[Symbol.asyncIterator](): AsyncIterator<GenerationEvent> {
+        async *[Symbol.asyncIterator](): AsyncIterator<EngineEvent> {
           let tokens = 0;
           try {
             for await (const event of events) {

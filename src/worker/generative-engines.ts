@@ -1,9 +1,11 @@
 // The generative engines of a worker: one GenerativeEngine (its own generation threads, session
-// and step loop) per textGeneration or encoder–decoder pipeline that opts in with `generative` and that a route uses.
-// Such pipelines are not loaded on the batch engine's shards at all.
+// and step loop) per pipeline of a generative task (isGenerativeTask, src/pipelines/registry.ts)
+// that opts in with `generative` and that a route uses. Such pipelines are not loaded on the batch
+// engine's shards at all.
 import type { WorkerConfig } from '../config/schema.ts';
 import { GenerativeEngine } from '../generative/generative-engine.ts';
 import type { Logger } from '../logger.ts';
+import { executionOf } from '../pipelines/registry.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 
 export function isGenerative(config: WorkerConfig, pipeline: string): boolean {
@@ -25,9 +27,9 @@ export async function startGenerativeEngines(
       if (pipeline?.generative === undefined || model === undefined) continue;
       const { device, threads, intraOpThreads, maxPending, prefixCache, ...scheduler } =
         pipeline.generative;
-      // textGeneration's options are every request's defaults; an encoder–decoder pipeline's
-      // are its own, as on the batch engine.
-      const decoderOnly = pipeline.task === 'textGeneration';
+      // A decoder-only pipeline's options are every request's defaults; a cohort or segment
+      // pipeline's are its own, as on the batch engine.
+      const decoderOnly = executionOf(pipeline.task) === 'decoderOnly';
       const engine = await GenerativeEngine.start({
         model,
         task: pipeline.task,

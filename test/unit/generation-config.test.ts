@@ -94,7 +94,7 @@ describe('generation route config', () => {
   it('refuses generative on other tasks', () => {
     const text = config('generative: {}', '').replace('task: textGeneration', 'task: fillMask');
     expect(fails(text).message).toMatch(
-      /pipelines\.write\.generative: only textGeneration, text2textGeneration, summarization, translation, imageToText, imageTextToText, automaticSpeechRecognition, textToSpeech, textToAudio pipelines/,
+      /pipelines\.write\.generative: only textGeneration, text2textGeneration, summarization, translation, imageToText, imageTextToText, textToSpeech, textToAudio, automaticSpeechRecognition pipelines/,
     );
   });
 

@@ -17,7 +17,8 @@ import {
   type ScoreFunction,
 } from '../runtime/label-scores.ts';
 import { row } from '../runtime/tensors.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
+import { audioInput } from './audio-task.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
 import { astInputValues, compileAstFeatures, type AstFeatures } from './ast-features.ts';
@@ -165,16 +166,9 @@ export class AudioClassificationPipeline extends BasePipeline<
 
 export const audioClassificationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: audioClassificationOptionsSchema,
   create: (model, options) =>
     new AudioClassificationPipeline(model, options as AudioClassificationOptions),
-  // The route reads and checks the audio itself (src/route/audio-input.ts): its size is held to
-  // limits.maxAudioBytes and its duration to limits.maxAudioSeconds, not to the text limits.
-  inputSchema(input, check) {
-    if (typeof input !== 'string' && !(input instanceof Uint8Array))
-      check.fail("audio: base64 (a string), or the record's bytes");
-  },
-  inputKind: 'audio',
-  // A clip is one row; its length does not count against the token budget.
-  cost: () => Promise.resolve(UNIT_COST),
+  ...audioInput,
 };

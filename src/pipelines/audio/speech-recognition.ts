@@ -19,7 +19,8 @@ import {
   type RunSession,
   type Seq2SeqLayout,
 } from '../seq2seq/seq2seq-model.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
+import { audioInput } from './audio-task.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
 import { compileWhisperFeatures, whisperLogMel, type WhisperFeatures } from './whisper-features.ts';
@@ -41,6 +42,7 @@ import {
 } from './whisper-settings.ts';
 import {
   decodeTranscript,
+  type TimestampedChunk,
   type Transcript,
   type TranscribedChunk,
   type WhisperVocabulary,
@@ -235,7 +237,7 @@ export class SpeechRecognitionPipeline
     return (await this.jobTranscript(job)).text;
   }
 
-  async result(job: ClipJob): Promise<GenerationResult> {
+  async result(job: ClipJob): Promise<TranscriptResult> {
     const settings = await this.resolved();
     const { state } = job;
     const transcript = await this.jobTranscript(job);
@@ -379,8 +381,15 @@ function strides(
   return typeof stride === 'number' ? [stride, stride] : stride;
 }
 
+/** The generative engine's result for a clip. */
+export interface TranscriptResult extends GenerationResult {
+  /** With returnTimestamps / returnLanguage: the transcript's chunks. */
+  chunks?: TimestampedChunk[];
+}
+
 export const automaticSpeechRecognitionTask: TaskDefinition = {
   task: TASK,
+  execution: 'segment',
   optionsSchema: speechRecognitionOptionsSchema,
   create: (model, options) =>
     new SpeechRecognitionPipeline(model, options as SpeechRecognitionOptions),
@@ -389,13 +398,6 @@ export const automaticSpeechRecognitionTask: TaskDefinition = {
     const { text, chunks } = result as { text: string; chunks?: unknown };
     return chunks === undefined ? { text } : { text, chunks };
   },
-  // The route reads and checks the audio itself (src/route/audio-input.ts): its size is held to
-  // limits.maxAudioBytes and its duration to limits.maxAudioSeconds.
-  inputSchema(input, check) {
-    if (typeof input !== 'string' && !(input instanceof Uint8Array))
-      check.fail("audio: base64 (a string), or the record's bytes");
-  },
-  inputKind: 'audio',
-  // A clip is one row of the batch whatever its length; the decoder's length is bounded by maxNewTokens.
-  cost: () => Promise.resolve(UNIT_COST),
+  // A clip is one row whatever its length; the decoder's length is bounded by maxNewTokens.
+  ...audioInput,
 };

@@ -195,7 +195,7 @@ export class TextToSpeechPipeline
     return { samples, samplingRate: this.samplingRate, format: this.options.wavFormat };
   }
 
-  result(job: SpeechJob): Promise<GenerationResult> {
+  result(job: SpeechJob): Promise<SpeechResult> {
     const waveform = job.waveform ?? new Float32Array(0);
     return Promise.resolve({
       text: '',
@@ -271,9 +271,17 @@ export class TextToSpeechPipeline
   }
 }
 
+/** The generative engine's result for a text: no text, the waveform instead. */
+export interface SpeechResult extends GenerationResult {
+  /** The whole waveform as a WAV file. */
+  audio: Uint8Array;
+  samplingRate: number;
+}
+
 function speechTask(task: string): TaskDefinition {
   return {
     task,
+    execution: 'segment',
     optionsSchema: textToSpeechOptionsSchema,
     create: (model, options) =>
       new TextToSpeechPipeline(task, model, options as TextToSpeechOptions),

@@ -4,7 +4,6 @@
 // audio overlap by their strides, so timestamps inside a stride are skipped and the token runs
 // either side of an overlap are merged on their longest common stretch. Also Python's
 // decode(output_offsets=True) (`_compute_offsets`), the offsets of one generation's segments.
-import type { TimestampedChunk } from '../generation/generation-progress.ts';
 
 /** What the transcript needs to know of the tokenizer. */
 export interface WhisperVocabulary {
@@ -25,6 +24,13 @@ export interface WhisperVocabulary {
 export interface TranscribedChunk {
   tokens: readonly number[];
   stride?: readonly [number, number, number];
+}
+
+/** A stretch of a transcript with its times (Python's `chunks`). */
+export interface TimestampedChunk {
+  language?: string | null;
+  timestamp?: [number | null, number | null];
+  text: string;
 }
 
 interface OpenChunk {

@@ -145,7 +145,8 @@ export function resolveSettings(
   options: ParsedGenerationOptions,
   defaults: GenerationDefaults,
   model: LoadedModel,
-  task = 'textGeneration',
+  /** Names the task in the messages of a key it refuses. */
+  task: string,
 ): GenerationSettings {
   const asksForSampling =
     options.temperature !== undefined ||

@@ -12,16 +12,7 @@ import { parseToolCalls, type ToolCall } from './tool-calls.ts';
 
 export type FinishReason = 'eos' | 'length' | 'stop';
 
-/**
- * A stretch of a transcript with its times (Python's `chunks`), as a speech result carries it;
- * here rather than beside Whisper's decoding because generation sits below the audio pipelines.
- */
-export interface TimestampedChunk {
-  language?: string | null;
-  timestamp?: [number | null, number | null];
-  text: string;
-}
-
+/** What a decoded sequence ends with; a task that adds fields has its own type (EngineResult). */
 export interface GenerationResult {
   /** The generated text only (not the prompt), without special tokens or the stop sequence. */
   text: string;
@@ -36,11 +27,6 @@ export interface GenerationResult {
   formatError?: string;
   /** The tool calls in the output (Hermes-style `<tool_call>` blocks), when the input had tools. */
   toolCalls?: ToolCall[];
-  /** Speech recognition with returnTimestamps / returnLanguage: the transcript's chunks. */
-  chunks?: TimestampedChunk[];
-  /** Speech synthesis: the whole waveform as a WAV file, and its rate. */
-  audio?: Uint8Array;
-  samplingRate?: number;
 }
 
 export interface ProgressOptions {

@@ -23,7 +23,6 @@ import { GenerationProgress, type GenerationResult } from './generation-progress
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
 import { FormatCompiler } from './structured/format-constraint.ts';
 import { toolsSystemPrompt, type ToolSpec } from './tool-calls.ts';
-import type { AudioChunk } from './segmentwise.ts';
 import { fullText, generatedText } from '../python-output.ts';
 
 export type { ChatMessage } from './chat-template.ts';
@@ -44,8 +43,6 @@ export type GenerationEvent =
       tokenId: number;
       /** Text this token settled; the texts of all token events add up to the result's text. */
       text: string;
-      /** Speech synthesis on the engine: samples that became final; they add up to the waveform. */
-      audio?: AudioChunk;
     }
   | { type: 'done'; result: GenerationResult };
 
@@ -191,6 +188,7 @@ export class TextGenerationPipeline extends BasePipeline<
       mergeOptions(this.options, call, options),
       defaults,
       this.model,
+      TASK,
     );
     if (settings.responseFormat !== undefined) {
       if (settings.eosTokenIds.size === 0)
@@ -282,6 +280,7 @@ function toTools(value: unknown, field: string): ToolSpec[] {
 
 export const textGenerationTask: TaskDefinition = {
   task: TASK,
+  execution: 'decoderOnly',
   optionsSchema: generationOptionsSchema,
   create: (model, options) => new TextGenerationPipeline(model, options as GenerationOptions),
   // Python's [{generated_text}]; a structured output's parsed value and the tool calls, which

@@ -210,6 +210,7 @@ function documentCost(input: Record<string, unknown>): { question: string; words
 
 export const documentQuestionAnsweringTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: documentQuestionAnsweringOptionsSchema,
   create: (model, options) =>
     new DocumentQuestionAnsweringPipeline(model, options as DocumentQuestionAnsweringOptions),

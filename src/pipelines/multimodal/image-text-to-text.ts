@@ -18,7 +18,7 @@ import {
 import { GenerationProgress, type FinishReason } from '../generation/generation-progress.ts';
 import { emptyKvState, leftPad, type StepTokens } from '../generation/kv-cache.ts';
 import type { GenerationCohort, StepwiseGenerator } from '../generation/stepwise.ts';
-import { cleanUpTokenization } from '../generation/text-generation.ts';
+import { cleanUpTokenization, textGenerationTask } from '../generation/text-generation.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
 import { imageFeeds, sameSizeGroups, type PreparedImage } from '../vision/image-batch.ts';
@@ -270,7 +270,8 @@ export class ImageTextToTextPipeline
       systemPrompt: undefined,
       responseFormat: undefined,
     };
-    return resolveSettings(options, await this.defaults, this.model);
+    // Its decoding options are textGeneration's, so a generation_config key it refuses is named as theirs.
+    return resolveSettings(options, await this.defaults, this.model, textGenerationTask.task);
   }
 
   /** Python's decode: no special tokens, and the tokenizer's own clean-up. */
@@ -327,6 +328,7 @@ function toPart(value: unknown, field: string): ContentPart {
 
 export const imageTextToTextTask: TaskDefinition = {
   task: TASK,
+  execution: 'cohort',
   optionsSchema: imageTextToTextOptionsSchema,
   create: (model, options) => new ImageTextToTextPipeline(model, options as ImageTextToTextOptions),
   pythonOutput: (result, call) => {

@@ -68,6 +68,7 @@ export class ImageToTextPipeline
     this.defaults ??= resolveSeq2SeqDefaults(
       this.model,
       TASK,
+      'image-to-text',
       { ...this.options, truncation: false },
       { numBeams: 1 },
     );
@@ -171,6 +172,7 @@ export class ImageToTextPipeline
 
 export const imageToTextTask: TaskDefinition = {
   task: TASK,
+  execution: 'cohort',
   optionsSchema: imageToTextOptionsSchema,
   create: (model, options) => new ImageToTextPipeline(model, options as ImageToTextOptions),
   pythonOutput: (result) => [{ generated_text: generatedText(result, 'generatedText') }],

@@ -249,6 +249,7 @@ function aggregationOf(model: LoadedModel): Aggregation | undefined {
 
 export const tableQuestionAnsweringTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: tableQuestionAnsweringOptionsSchema,
   create: (model, options) =>
     new TableQuestionAnsweringPipeline(model, options as TableQuestionAnsweringOptions),

@@ -124,6 +124,7 @@ function toExample(input: unknown, index: number): VisualQuestionAnsweringInput 
 
 export const visualQuestionAnsweringTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: visualQuestionAnsweringOptionsSchema,
   create: (model, options) =>
     new VisualQuestionAnsweringPipeline(model, options as VisualQuestionAnsweringOptions),

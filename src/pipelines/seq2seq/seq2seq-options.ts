@@ -68,15 +68,12 @@ export interface Seq2SeqDefaults {
   settings: Seq2SeqSettings;
 }
 
-/** The Python task name whose task_specific_params apply (`translation_en_to_de`). */
-export function pythonTask(
-  task: string,
-  options: ParsedSeq2SeqOptions,
-  model: LoadedModel,
-): string {
-  if (task === 'summarization') return 'summarization';
-  if (task === 'text2textGeneration') return 'text2text-generation';
-  if (task === 'imageToText') return 'image-to-text';
+/**
+ * The Python task name whose task_specific_params apply: the pipeline's own (`summarization`),
+ * but Python's `translation` names its languages (`translation_en_to_de`).
+ */
+function taskParamsName(python: string, options: ParsedSeq2SeqOptions, model: LoadedModel): string {
+  if (python !== 'translation') return python;
   const { srcLang, tgtLang } = options;
   if ((srcLang === undefined) !== (tgtLang === undefined))
     throw new ConfigError('translation: set both srcLang and tgtLang, or neither', {
@@ -102,12 +99,14 @@ const TEXT_PIPELINE_DEFAULTS: PipelineGenerationDefaults = { numBeams: 4 };
 export async function resolveSeq2SeqDefaults(
   model: LoadedModel,
   task: string,
+  /** Python's name of the task's pipeline (`text2text-generation`). */
+  pythonTask: string,
   options: ParsedSeq2SeqOptions,
   pipelineDefaults: PipelineGenerationDefaults = TEXT_PIPELINE_DEFAULTS,
 ): Promise<Seq2SeqDefaults> {
   const raw = model.config.raw;
   const generation = await readGenerationConfig(model.folder);
-  const python = pythonTask(task, options, model);
+  const python = taskParamsName(pythonTask, options, model);
   const config = join(model.folder, 'config.json');
   const taskParams = taskSpecificParams(raw, python);
   // What the task's params, then generation_config.json, then config.json set.

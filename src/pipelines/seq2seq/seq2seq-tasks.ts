@@ -21,6 +21,7 @@ function seq2seqTask(
 ): TaskDefinition {
   return {
     task,
+    execution: 'cohort',
     optionsSchema,
     create: (model, options) =>
       new Seq2SeqTextPipeline(task, model, options as Seq2SeqOptions, optionsSchema),

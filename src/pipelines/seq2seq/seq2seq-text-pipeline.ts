@@ -38,6 +38,13 @@ export const OUTPUT_FIELD = {
   translation: 'translationText',
 } as const satisfies Record<Seq2SeqTask, string>;
 
+/** Python's name of each task's pipeline, whose task_specific_params apply. */
+const PYTHON_TASK = {
+  text2textGeneration: 'text2text-generation',
+  summarization: 'summarization',
+  translation: 'translation',
+} as const satisfies Record<Seq2SeqTask, string>;
+
 export type Seq2SeqOutput = Partial<Record<(typeof OUTPUT_FIELD)[Seq2SeqTask], string>>;
 
 export class Seq2SeqTextPipeline
@@ -46,6 +53,7 @@ export class Seq2SeqTextPipeline
 {
   readonly layout: Seq2SeqLayout;
   private readonly field: (typeof OUTPUT_FIELD)[Seq2SeqTask];
+  private readonly pythonTask: string;
   private defaults: Promise<Seq2SeqDefaults> | undefined;
 
   constructor(
@@ -59,11 +67,12 @@ export class Seq2SeqTextPipeline
     super(task, model, translationOptionsSchema, options);
     this.layout = seq2seqLayoutOf(model);
     this.field = OUTPUT_FIELD[task];
+    this.pythonTask = PYTHON_TASK[task];
   }
 
   /** The prefix and generation settings, resolved once from the model folder. */
   resolved(): Promise<Seq2SeqDefaults> {
-    this.defaults ??= resolveSeq2SeqDefaults(this.model, this.task, this.options);
+    this.defaults ??= resolveSeq2SeqDefaults(this.model, this.task, this.pythonTask, this.options);
     return this.defaults;
   }
 

@@ -144,6 +144,7 @@ function classIndex(
 
 export const tabularTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: tabularOptionsSchema,
   create: (model, options) => new TabularPipeline(model, options as TabularOptions),
   // The row's shape is checked here; its width and feature names are the model's, which the route

@@ -117,6 +117,7 @@ function assertInput(input: unknown, i: number): asserts input is CrossEncoderIn
 
 export const crossEncoderTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: crossEncoderOptionsSchema,
   create: (model, options) => new CrossEncoderPipeline(model, options as CrossEncoderOptions),
   // sentence-transformers' CrossEncoder.rank(query, documents, return_documents=True).

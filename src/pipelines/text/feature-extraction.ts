@@ -151,6 +151,7 @@ function settle(model: LoadedModel, options: Parsed): Settled {
 
 export const featureExtractionTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: featureExtractionOptionsSchema,
   create: (model, options) =>
     new FeatureExtractionPipeline(model, options as FeatureExtractionOptions),

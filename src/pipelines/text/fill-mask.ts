@@ -184,6 +184,7 @@ async function resolveTargets(
 
 export const fillMaskTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: fillMaskOptionsSchema,
   create: (model, options) => new FillMaskPipeline(model, options as FillMaskOptions),
   ...textInput,

@@ -184,6 +184,7 @@ function outputName(model: LoadedModel, name: string, position: number): string 
 
 export const questionAnsweringTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: questionAnsweringOptionsSchema,
   create: (model, options) =>
     new QuestionAnsweringPipeline(model, options as QuestionAnsweringOptions),

@@ -70,6 +70,7 @@ function toTextInput(input: TextClassificationInput, index: number): TextInput {
 
 export const textClassificationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: textClassificationOptionsSchema,
   create: (model, options) =>
     new TextClassificationPipeline(model, options as TextClassificationOptions),

@@ -114,6 +114,7 @@ function codePoints(text: string): number {
 
 export const tokenClassificationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: tokenClassificationOptionsSchema,
   create: (model, options) =>
     new TokenClassificationPipeline(model, options as TokenClassificationOptions),

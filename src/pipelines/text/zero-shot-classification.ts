@@ -142,6 +142,7 @@ function pythonIndex(values: Float32Array, index: number): number {
 
 export const zeroShotClassificationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: zeroShotClassificationOptionsSchema,
   create: (model, options) =>
     new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),

@@ -9,10 +9,10 @@ import { ModelFolderError } from '../../errors.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { row, type FloatOutput } from '../runtime/tensors.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
 import { upsamplePlane } from './bilinear-upsample.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
-import { imageInput } from './image-input-schema.ts';
+import { imageInput } from './image-task.ts';
 import {
   compilePreprocessor,
   preprocessImage,
@@ -149,9 +149,9 @@ export function alphaMask(map: Float32Array): Uint8Array {
 
 export const backgroundRemovalTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: backgroundRemovalOptionsSchema,
   create: (model, options) =>
     new BackgroundRemovalPipeline(model, options as BackgroundRemovalOptions),
   ...imageInput,
-  cost: () => Promise.resolve(UNIT_COST),
 };

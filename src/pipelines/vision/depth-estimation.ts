@@ -103,6 +103,7 @@ export async function depthPng(map: FloatImage): Promise<Uint8Array> {
 
 export const depthEstimationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: depthEstimationOptionsSchema,
   create: (model, options) => new DepthEstimationPipeline(model, options as DepthEstimationOptions),
   pythonOutput: (result) => {

@@ -19,7 +19,8 @@ import {
   type ScoreFunction,
 } from '../runtime/label-scores.ts';
 import { row } from '../runtime/tensors.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
+import { imageInput } from './image-task.ts';
 
 export type { ImageInput } from './image-decode.ts';
 
@@ -80,16 +81,9 @@ export class ImageClassificationPipeline extends BasePipeline<
 
 export const imageClassificationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: imageClassificationOptionsSchema,
   create: (model, options) =>
     new ImageClassificationPipeline(model, options as ImageClassificationOptions),
-  // The route reads and checks the image itself (src/route/image-input.ts): its size is held to
-  // limits.maxImageBytes and maxImagePixels, not to the text limits.
-  inputSchema(input, check) {
-    if (typeof input !== 'string' && !(input instanceof Uint8Array))
-      check.fail("an image: base64 or a path (a string), or the record's bytes");
-  },
-  inputKind: 'image',
-  // Every image is resized to the model's input: one row of the same size.
-  cost: () => Promise.resolve(UNIT_COST),
+  ...imageInput,
 };

@@ -98,6 +98,7 @@ export class ImageFeatureExtractionPipeline extends BasePipeline<
 
 export const imageFeatureExtractionTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: imageFeatureExtractionOptionsSchema,
   create: (model, options) =>
     new ImageFeatureExtractionPipeline(model, options as ImageFeatureExtractionOptions),

@@ -8,10 +8,10 @@ import { ModelFolderError } from '../../errors.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { row, type FloatOutput } from '../runtime/tensors.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
 import { axisTaps, sampleAt } from './bilinear-upsample.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
-import { imageInput } from './image-input-schema.ts';
+import { imageInput } from './image-task.ts';
 import {
   compilePreprocessor,
   preprocessImage,
@@ -142,10 +142,9 @@ export function argmaxMap(logits: FloatOutput, height: number, width: number): U
 
 export const imageSegmentationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: imageSegmentationOptionsSchema,
   create: (model, options) =>
     new ImageSegmentationPipeline(model, options as ImageSegmentationOptions),
   ...imageInput,
-  // Every image is resized to the model's input: one row of the same size.
-  cost: () => Promise.resolve(UNIT_COST),
 };

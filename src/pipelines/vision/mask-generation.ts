@@ -235,6 +235,7 @@ function samPreprocessor(
 
 export const maskGenerationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: maskGenerationOptionsSchema,
   create: (model, options) => new MaskGenerationPipeline(model, options as MaskGenerationOptions),
   // The route reads `image` itself (src/route/image-input.ts, held to the image limits).

@@ -123,6 +123,7 @@ export class ObjectDetectionPipeline extends BasePipeline<
 
 export const objectDetectionTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: objectDetectionOptionsSchema,
   create: (model, options) => new ObjectDetectionPipeline(model, options as ObjectDetectionOptions),
   ...imageInput,

@@ -14,10 +14,10 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, row, textFeeds, type Feeds } from '../runtime/tensors.ts';
 import type { Tensor } from '../../runtime/tensor.ts';
 import type { OrtSession } from '../../runtime/session.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
 import { checkCandidateLabels, labelsOf, pythonFormat } from '../runtime/candidate-labels.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
-import { imageInput } from './image-input-schema.ts';
+import { imageInput } from './image-task.ts';
 import {
   compilePreprocessor,
   preprocessImage,
@@ -195,10 +195,10 @@ function dot(a: Float32Array, b: Float32Array): number {
 
 export const zeroShotImageClassificationTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: zeroShotImageClassificationOptionsSchema,
   create: (model, options) =>
     new ZeroShotImageClassificationPipeline(model, options as ZeroShotImageClassificationOptions),
+  // One image row: the label texts are fixed by the options and run with every batch.
   ...imageInput,
-  // One image row; the label texts are fixed by the options and run with every batch.
-  cost: () => Promise.resolve(UNIT_COST),
 };

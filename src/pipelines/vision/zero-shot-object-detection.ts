@@ -11,10 +11,10 @@ import { BasePipeline } from '../base-pipeline.ts';
 import { ModelFolderError } from '../../errors.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, row, textFeeds, type Feeds, type FloatOutput } from '../runtime/tensors.ts';
-import { UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import type { TaskDefinition } from '../task-definition.ts';
 import { labelsOf } from '../runtime/candidate-labels.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
-import { imageInput } from './image-input-schema.ts';
+import { imageInput } from './image-task.ts';
 import {
   compilePreprocessor,
   preprocessImage,
@@ -160,10 +160,10 @@ function scaledBox(boxes: Float32Array, patch: number, width: number, height: nu
 
 export const zeroShotObjectDetectionTask: TaskDefinition = {
   task: TASK,
+  execution: 'batch',
   optionsSchema: zeroShotObjectDetectionOptionsSchema,
   create: (model, options) =>
     new ZeroShotObjectDetectionPipeline(model, options as ZeroShotObjectDetectionOptions),
+  // One image row: the label queries are fixed by the options and run with every batch.
   ...imageInput,
-  // One image row; the label queries are fixed by the options and run with every batch.
-  cost: () => Promise.resolve(UNIT_COST),
 };
