@@ -2,44 +2,24 @@
 // append-only file: the worker process rides the outage out by itself, every entry gets its
 // output, and it still drains and exits 0 on SIGTERM. Its own Redis (not the suite's shared one),
 // because this test stops it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/services/process-control.ts';
-import { startRedis, type LocalRedis } from '../../scripts/services/redis-local.ts';
+import { describe, expect, it } from 'vitest';
 import { fillStream, redisClient, StreamReader } from '../chaos/redis-tools.ts';
 import { CLS_MODEL, corpusRecords } from '../helpers/redis-routes.ts';
 import { waitForProgress } from '../helpers/progress.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { startWorkerProcess } from './helpers/worker-process.ts';
+import { stoppableRedis } from './helpers/stoppable-redis.ts';
 
 const RECORDS = 1_500;
 /** Long enough for the worker's reads, acks and writes to fail and back off several times. */
 const OUTAGE_MS = 8_000;
 
-let port: number;
-let dataDir: string;
-let redis: LocalRedis | undefined;
-const start = async (): Promise<void> => {
-  redis = await startRedis({ port, dataDir, persistent: true, startTimeoutMs: 60_000 });
-};
-
-beforeAll(async () => {
-  port = await freePort();
-  dataDir = mkdtempSync(join(tmpdir(), 'hugot-redis-restart-'));
-  await start();
-});
-
-afterAll(async () => {
-  await redis?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const redis = stoppableRedis('redis-restart');
 
 describe('a Redis restart under load (real Redis, real worker process)', () => {
   it('loses nothing: every entry is written once Redis is back, and the worker drains', async () => {
-    const url = `redis://127.0.0.1:${port}`;
+    const url = redis.url();
     const client = redisClient(url);
     const input = uniqueName('in');
     const output = uniqueName('out');
@@ -77,11 +57,10 @@ describe('a Redis restart under load (real Redis, real worker process)', () => {
       const before = await reader.poll(client);
       expect(before).toBeLessThan(RECORDS);
 
-      await redis?.stop();
-      redis = undefined;
+      await redis.stop();
       await sleep(OUTAGE_MS);
       expect(worker.gone()).toBeUndefined();
-      await start();
+      await redis.start();
 
       const written = await waitForProgress(() => reader.poll(client), {
         what: 'every entry written after the restart',

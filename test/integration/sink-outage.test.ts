@@ -3,39 +3,20 @@
 // back. While it is gone, /readyz is red naming the route's sink, hugot_sink_up is 0 and the log
 // says where the outage began; once it is back, /readyz turns green again, the log says how long
 // it lasted, and every record has its output: nothing the source committed was lost.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../scripts/services/process-control.ts';
-import { startRedis, type LocalRedis } from '../../scripts/services/redis-local.ts';
 import { redisClient, StreamReader } from '../chaos/redis-tools.ts';
 import { CLS_MODEL, corpusRecords } from '../helpers/redis-routes.ts';
 import { waitForProgress } from '../helpers/progress.ts';
 import { uniqueName } from '../helpers/unique-name.ts';
 import { KafkaKit, kafkaConnection } from './helpers/kafka-kit.ts';
 import { startWorkerProcess } from './helpers/worker-process.ts';
+import { stoppableRedis } from './helpers/stoppable-redis.ts';
 
 const RECORDS = 1_200;
 const kit = new KafkaKit(inject('kafkaBrokers'));
 
-let port: number;
-let dataDir: string;
-let redis: LocalRedis | undefined;
-const start = async (): Promise<void> => {
-  redis = await startRedis({ port, dataDir, persistent: true, startTimeoutMs: 60_000 });
-};
-
-beforeAll(async () => {
-  port = await freePort();
-  dataDir = mkdtempSync(join(tmpdir(), 'hugot-sink-outage-'));
-  await start();
-});
-
-afterAll(async () => {
-  await redis?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const redis = stoppableRedis('sink-outage');
 
 interface Answer {
   status: number;
@@ -63,7 +44,7 @@ function metric(body: string | undefined, name: string, sink: string): number | 
 
 describe('a sink outage (real Kafka source, real Redis sink stopped under load)', () => {
   it('is logged where it begins and ends, turns /readyz and hugot_sink_up red, and loses nothing', async () => {
-    const url = `redis://127.0.0.1:${port}`;
+    const url = redis.url();
     const client = redisClient(url);
     const input = uniqueName('in');
     const output = uniqueName('out');
@@ -111,8 +92,7 @@ describe('a sink outage (real Kafka source, real Redis sink stopped under load)'
       });
       expect((await get(telemetry, '/readyz'))?.status, context()).toBe(200);
 
-      await redis?.stop();
-      redis = undefined;
+      await redis.stop();
       // Progress while Redis is gone is the worker noticing: readiness, then the gauge.
       const red = await waitForProgress(
         async () => {
@@ -139,7 +119,7 @@ describe('a sink outage (real Kafka source, real Redis sink stopped under load)'
       // A sink outage never fails liveness: restarting would not bring Redis back.
       expect((await get(telemetry, '/livez'))?.status).toBe(200);
 
-      await start();
+      await redis.start();
       const written = await waitForProgress(() => reader.poll(client), {
         what: 'every record written after Redis is back',
         done: (n) => n === RECORDS,
