@@ -1,6 +1,6 @@
 // Every code a dead letter can carry in hugot.error.code, once: a consumer of a DLQ branches on
 // these, so they are a contract like the headers themselves. docs/configuration.md lists the same
-// rows, and test/unit/dead-letter-codes.test.ts fails when the two disagree.
+// rows, and test/unit/route/dead-letter-codes.test.ts fails when the two disagree.
 import { HugotError, type ErrorCode } from '../errors.ts';
 
 /** Where a record was refused: 'output' is shaping the output record, 'sink' writing it. */

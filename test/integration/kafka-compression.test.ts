@@ -1,5 +1,5 @@
 // Topics written with every compression codec Kafka has: by kafkajs (with the codecs this project
-// registers, test/unit/compression-codecs.test.ts) and by the Java client itself (its own
+// registers, test/unit/connectors/kafka/compression-codecs.test.ts) and by the Java client itself (its own
 // snappy/lz4/zstd framing). The worker reads every record and writes every output, on either Kafka
 // client (the file is in vitest's client matrix); before the codecs were registered, the first
 // snappy, lz4 or zstd batch crashed a kafkajs consumer and the worker sat idle.
