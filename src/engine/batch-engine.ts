@@ -4,33 +4,27 @@ import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BatchQueue, type Pressure } from '../batching/batch-queue.ts';
-import { compileBatcherOptions, type BatcherOptions } from '../batching/batcher-options.ts';
-import { ClosedError, ConfigError, UnknownPipelineError } from '../errors.ts';
+import { ClosedError, UnknownPipelineError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { readModelConfig } from '../pipelines/runtime/model-config.ts';
-import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
-import { findTask, unknownTaskMessage } from '../pipelines/registry.ts';
+import { findTask } from '../pipelines/registry.ts';
 import { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
-import type { PipelineDefinition } from '../shards/protocol.ts';
 import { Shard } from '../shards/shard.ts';
-import { compileShard, type ShardOption } from '../shards/shard-spec.ts';
-import { DEFAULT_SHARDS } from '../shards/device-name.ts';
+import { compileEnginePlan, type EngineOptions, type EnginePlan } from './engine-plan.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext, type InputCost } from './input-cost.ts';
 
-export interface BatchEnginePipeline extends PipelineDefinition {
-  /** Overrides the engine-wide batching options for this pipeline. */
-  batching?: BatcherOptions;
-}
+export type { BatchEnginePipeline } from './engine-plan.ts';
 
-export interface BatchEngineOptions {
-  models: Record<string, ModelSpec>;
-  pipelines: Record<string, BatchEnginePipeline>;
-  /** Default: one CPU shard sized to the machine's cores. */
-  shards?: ShardOption[];
-  batching?: BatcherOptions;
+export interface BatchEngineOptions extends EngineOptions {
   logger?: Logger;
   /** Inference thread module (tests substitute one that crashes). */
+  workerFile?: string;
+}
+
+/** How the engine runs, apart from what it runs (the plan). */
+export interface EngineRuntime {
+  logger?: Logger;
   workerFile?: string;
 }
 
@@ -66,55 +60,43 @@ export class BatchEngine {
     this.dispatcher = new Dispatcher(queues, shards, () => performance.now());
   }
 
-  /** Validates the options, loads tokenizers here and every pipeline on every thread. */
+  /** Checks and compiles the options, then starts from them (startFromPlan). */
   static async start(options: BatchEngineOptions): Promise<BatchEngine> {
-    const logger = options.logger ?? silentLogger;
+    const { logger, workerFile } = options;
+    return await BatchEngine.startFromPlan(compileEnginePlan(options), {
+      ...(logger !== undefined ? { logger } : {}),
+      ...(workerFile !== undefined ? { workerFile } : {}),
+    });
+  }
+
+  /** Loads tokenizers here and every pipeline on every thread; checks nothing again. */
+  static async startFromPlan(plan: EnginePlan, runtime: EngineRuntime = {}): Promise<BatchEngine> {
+    const logger = runtime.logger ?? silentLogger;
     const queues = new Map<string, BatchQueue<Pending>>();
     const costs = new Map<string, CostContext>();
     const tokenizers = new Map<string, Promise<TextTokenizer | undefined>>();
-    const specs = (options.shards ?? DEFAULT_SHARDS).map((shard, i) =>
-      compileShard(shard, `shards[${i}]`),
-    );
-    // One queue feeds every shard; a GPU among them wants the wide batches.
-    const device = specs.some((spec) => spec.name !== 'cpu') ? 'gpu' : 'cpu';
-    for (const [alias, pipeline] of Object.entries(options.pipelines)) {
-      if (findTask(pipeline.task) === undefined) {
-        throw new ConfigError(`pipelines.${alias}.task: ${unknownTaskMessage(pipeline.task)}`, {
-          field: `pipelines.${alias}.task`,
-        });
-      }
-      const model = options.models[pipeline.model];
-      if (model === undefined) {
-        throw new ConfigError(
-          `pipelines.${alias}.model: no model '${pipeline.model}' in models (${Object.keys(options.models).join(', ') || 'none'})`,
-          {
-            field: `pipelines.${alias}.model`,
-          },
-        );
-      }
-      const batching = compileBatcherOptions(
-        { ...options.batching, ...pipeline.batching },
-        `pipelines.${alias}.batching`,
-        device,
-      );
+    for (const [alias, { definition, model, batching }] of plan.pipelines) {
       queues.set(alias, new BatchQueue<Pending>(batching));
-      if (!tokenizers.has(pipeline.model))
-        tokenizers.set(pipeline.model, loadTokenizer(model.path));
+      if (!tokenizers.has(definition.model))
+        tokenizers.set(definition.model, loadTokenizer(model.path));
       costs.set(alias, {
-        task: pipeline.task,
-        tokenizer: await tokenizers.get(pipeline.model),
-        options: await costOptions(pipeline.task, model.path, pipeline.options),
+        task: definition.task,
+        tokenizer: await tokenizers.get(definition.model),
+        options: await costOptions(definition.task, model.path, definition.options),
         pricing: batching.pricing,
       });
     }
-    const setup = { models: options.models, pipelines: options.pipelines };
-    const shards = specs.map(
+    const setup = {
+      models: plan.models,
+      pipelines: Object.fromEntries([...plan.pipelines].map(([alias, p]) => [alias, p.definition])),
+    };
+    const shards = plan.shards.map(
       (spec) =>
         new Shard({
           spec,
           setup,
           logger,
-          ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+          ...(runtime.workerFile !== undefined ? { workerFile: runtime.workerFile } : {}),
         }),
     );
     try {

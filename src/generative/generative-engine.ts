@@ -22,6 +22,7 @@ import {
 import { generativeEngineSchema } from './engine-options.ts';
 import { GenerationStream } from './generation-stream.ts';
 import { GenerationThread } from './generation-thread.ts';
+import type { GenerationWorkerSetup } from './protocol.ts';
 import { compileSchedulerOptions, type SchedulerOptions } from './scheduler.ts';
 import { cudaDeviceId } from '../shards/device-name.ts';
 
@@ -68,56 +69,28 @@ export class GenerativeEngine {
     this.maxPending = maxPending;
   }
 
-  /** Validates the options and starts every thread with its model loaded. */
+  /** Checks and compiles the options, then starts from them (startFromPlan). */
   static async start(options: GenerativeEngineOptions): Promise<GenerativeEngine> {
-    const logger = options.logger ?? silentLogger;
-    const { device, threads, intraOpThreads, maxPending, prefixCache } = parseWithSchema(
-      generativeEngineSchema,
-      {
-        device: options.device,
-        threads: options.threads,
-        intraOpThreads: options.intraOpThreads,
-        maxPending: options.maxPending,
-        prefixCache: options.prefixCache,
-      },
-      'generative',
-    );
-    const limits = compileSchedulerOptions(options.scheduler, 'generative.scheduler');
-    const task = options.task ?? textGenerationTask.task;
-    if (!isGenerativeTask(task)) {
-      throw new ConfigError(
-        `the generative engine runs ${GENERATIVE_TASK_NAMES.join(', ')}; not ${task}`,
-        { field: 'task' },
-      );
-    }
-    const generation = options.generation ?? {};
-    parseGenerationOptions(generation, 'generative.generation');
-    const cuda = cudaDeviceId(device);
-    // On a GPU the host only feeds the device: one ONNX Runtime thread per generation thread.
-    const intra =
-      intraOpThreads ??
-      (cuda !== undefined ? 1 : Math.max(1, Math.floor(availableParallelism() / threads)));
-    const runtime = {
-      ...options.model.runtime,
-      intraOpThreads: intra,
-      ...(cuda !== undefined
-        ? { executionProviders: [{ name: 'cuda' as const, deviceId: cuda }] }
-        : {}),
-    };
-    const setup = {
-      model: { ...options.model, runtime },
-      task,
-      pipelineOptions: options.pipelineOptions ?? {},
-      generation,
-      limits,
-      prefixCache,
-    };
+    const { logger, workerFile } = options;
+    return await GenerativeEngine.startFromPlan(compileGenerativePlan(options), {
+      ...(logger !== undefined ? { logger } : {}),
+      ...(workerFile !== undefined ? { workerFile } : {}),
+    });
+  }
+
+  /** Starts every thread with its model loaded; checks nothing again. */
+  static async startFromPlan(
+    plan: GenerativePlan,
+    runtime: { logger?: Logger; workerFile?: string } = {},
+  ): Promise<GenerativeEngine> {
+    const logger = runtime.logger ?? silentLogger;
+    const { setup, threads, maxPending } = plan;
     const engine = new GenerativeEngine(maxPending);
     const spawn = (i: number): GenerationThread =>
       new GenerationThread(i, {
         setup,
         logger,
-        ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
+        ...(runtime.workerFile !== undefined ? { workerFile: runtime.workerFile } : {}),
         onSettled: () => engine.updatePressure(),
         // A dead thread's requests have failed; a fresh thread takes the next ones.
         onCrash: () => {
@@ -135,7 +108,13 @@ export class GenerativeEngine {
     }
     engine.running = true;
     logger.info(
-      { device, threads, intraOpThreads: intra, limits, prefixCache },
+      {
+        device: plan.device,
+        threads,
+        intraOpThreads: setup.model.runtime?.intraOpThreads,
+        limits: setup.limits,
+        prefixCache: setup.prefixCache,
+      },
       'generative engine ready',
     );
     return engine;
@@ -237,4 +216,60 @@ export class GenerativeEngine {
     this.paused = next === 'pause';
     for (const listener of this.listeners) listener(next);
   }
+}
+
+/** A generative engine's options, checked and compiled: what startFromPlan builds from. */
+export interface GenerativePlan {
+  /** What every generation thread is started with. */
+  setup: GenerationWorkerSetup;
+  device: string;
+  threads: number;
+  maxPending: number;
+}
+
+export function compileGenerativePlan(
+  options: Omit<GenerativeEngineOptions, 'logger' | 'workerFile'>,
+): GenerativePlan {
+  const { device, threads, intraOpThreads, maxPending, prefixCache } = parseWithSchema(
+    generativeEngineSchema,
+    {
+      device: options.device,
+      threads: options.threads,
+      intraOpThreads: options.intraOpThreads,
+      maxPending: options.maxPending,
+      prefixCache: options.prefixCache,
+    },
+    'generative',
+  );
+  const limits = compileSchedulerOptions(options.scheduler, 'generative.scheduler');
+  const task = options.task ?? textGenerationTask.task;
+  if (!isGenerativeTask(task)) {
+    throw new ConfigError(
+      `the generative engine runs ${GENERATIVE_TASK_NAMES.join(', ')}; not ${task}`,
+      { field: 'task' },
+    );
+  }
+  const generation = options.generation ?? {};
+  parseGenerationOptions(generation, 'generative.generation');
+  const cuda = cudaDeviceId(device);
+  // On a GPU the host only feeds the device: one ONNX Runtime thread per generation thread.
+  const intra =
+    intraOpThreads ??
+    (cuda !== undefined ? 1 : Math.max(1, Math.floor(availableParallelism() / threads)));
+  const runtime = {
+    ...options.model.runtime,
+    intraOpThreads: intra,
+    ...(cuda !== undefined
+      ? { executionProviders: [{ name: 'cuda' as const, deviceId: cuda }] }
+      : {}),
+  };
+  const setup: GenerationWorkerSetup = {
+    model: { ...options.model, runtime },
+    task,
+    pipelineOptions: options.pipelineOptions ?? {},
+    generation,
+    limits,
+    prefixCache,
+  };
+  return { setup, device, threads, maxPending };
 }

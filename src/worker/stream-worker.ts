@@ -67,7 +67,7 @@ export class StreamWorker {
 
   static async fromPlan(plan: WorkerPlan, options: StreamWorkerOptions): Promise<StreamWorker> {
     const { logger } = options;
-    const { config, connections, models } = plan;
+    const { config, connections } = plan;
     const observe =
       options.telemetry ??
       new WorkerTelemetry({
@@ -75,14 +75,12 @@ export class StreamWorker {
         lagIntervalMs: config.telemetry.lagIntervalMs,
         logger,
       });
-    const generative = await startGenerativeEngines(config, models, logger);
+    const generative = await startGenerativeEngines(plan.generative, logger);
     let engine: BatchEngine | undefined;
     try {
       engine =
         plan.batch !== undefined
-          ? await BatchEngine.start({
-              models,
-              ...plan.batch,
+          ? await BatchEngine.startFromPlan(plan.batch, {
               logger,
               ...(options.workerFile !== undefined ? { workerFile: options.workerFile } : {}),
             })

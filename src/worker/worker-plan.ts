@@ -5,10 +5,11 @@
 import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import type { Environment } from '../config/secrets.ts';
 import { Connections } from '../connectors/connections.ts';
-import type { BatchEngineOptions } from '../engine/batch-engine.ts';
+import { compileEnginePlan, type EngineOptions, type EnginePlan } from '../engine/engine-plan.ts';
 import type { Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
-import { isGenerative } from './generative-engines.ts';
+import { compileGenerativePlans, isGenerative } from './generative-engines.ts';
+import type { GenerativePlan } from '../generative/generative-engine.ts';
 
 export interface RoutePlan {
   /** `route.name`, else `route-<index>`: what logs, metrics and health call the route. */
@@ -23,12 +24,14 @@ export interface RoutePlan {
 }
 
 export interface WorkerPlan {
-  /** The config the plan was compiled from, for the generative engines' own start. */
+  /** The config the plan was compiled from. */
   config: WorkerConfig;
   connections: Connections;
   models: Record<string, ModelSpec>;
-  /** What the batch engine loads; undefined when every route's pipeline is generative. */
-  batch: Pick<BatchEngineOptions, 'pipelines' | 'shards' | 'batching'> | undefined;
+  /** One generative engine per generative pipeline a route uses, compiled. */
+  generative: Map<string, GenerativePlan>;
+  /** What the batch engine loads, compiled; undefined when every route's pipeline is generative. */
+  batch: EnginePlan | undefined;
   routes: RoutePlan[];
 }
 
@@ -60,17 +63,19 @@ export function compileWorkerPlan(
     Object.entries(config.pipelines).filter(([alias]) => !isGenerative(config, alias)),
   );
   const batch = routes.some((r) => !r.generative)
-    ? {
+    ? compileEnginePlan({
+        models,
         // Validated with the config: the schema's pipeline is the engine's pipeline definition.
-        pipelines: batchPipelines as BatchEngineOptions['pipelines'],
+        pipelines: batchPipelines as EngineOptions['pipelines'],
         shards: config.shards,
         ...(config.batching !== undefined ? { batching: config.batching } : {}),
-      }
+      })
     : undefined;
   return {
     config,
     connections: Connections.resolve(config, logger, env),
     models,
+    generative: compileGenerativePlans(config, models),
     batch,
     routes,
   };

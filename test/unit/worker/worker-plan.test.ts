@@ -91,7 +91,15 @@ describe('worker plan', () => {
       { name: 'route-1', task: 'textGeneration', pipelineOptions: {}, generative: true },
     ]);
     // The batch engine loads only what does not run on a generative engine.
-    expect(Object.keys(plan.batch?.pipelines ?? {})).toEqual(['embed']);
+    expect([...(plan.batch?.pipelines.keys() ?? [])]).toEqual(['embed']);
+    // Compiled once, here: the engine starts from these and checks nothing again.
+    expect(plan.batch?.pipelines.get('embed')?.batching.maxBatchSize).toBeGreaterThan(0);
+    expect(plan.batch?.shards[0]?.name).toBe('cpu');
+    // The generative pipeline is compiled for its own engine, with its defaults settled.
+    const chat = plan.generative.get('chat');
+    expect(chat?.setup.task).toBe('textGeneration');
+    expect(chat?.threads).toBe(1);
+    expect(chat?.device).toBe('cpu');
     expect(plan.models.m?.path).toBe('models/x');
   });
 
