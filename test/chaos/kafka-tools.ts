@@ -45,22 +45,29 @@ export class KafkaTools {
     }
   }
 
+  /**
+   * Creates the topic and waits for its leaders. A broker that has only just started may still
+   * answer "does not host this topic-partition" while it waits for its leaders: retried, as a
+   * creation that already happened is harmless (createTopics then reports it exists).
+   */
   async createTopic(
     topic: string,
     partitions: number,
     config: Record<string, string> = {},
   ): Promise<void> {
-    await this.withAdmin((admin) =>
-      admin.createTopics({
-        topics: [
-          {
-            topic,
-            numPartitions: partitions,
-            configEntries: Object.entries(config).map(([name, value]) => ({ name, value })),
-          },
-        ],
-        waitForLeaders: true,
-      }),
+    await whileUnserved(() =>
+      this.withAdmin((admin) =>
+        admin.createTopics({
+          topics: [
+            {
+              topic,
+              numPartitions: partitions,
+              configEntries: Object.entries(config).map(([name, value]) => ({ name, value })),
+            },
+          ],
+          waitForLeaders: true,
+        }),
+      ),
     );
   }
 
@@ -73,20 +80,12 @@ export class KafkaTools {
 
   /**
    * Sends in order, in chunks. A topic just created may not be served yet by its leader on a
-   * loaded machine ("does not host this topic-partition"): the first send is retried.
+   * loaded machine ("does not host this topic-partition"): the send is retried, from the first
+   * chunk not yet acknowledged (sending an acknowledged one again would duplicate input records).
    */
   async produce(topic: string, messages: readonly Produced[], chunk = 2000): Promise<void> {
-    // Chunks already acknowledged are not sent again (that would duplicate input records).
     const progress = { start: 0 };
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.produceOnce(topic, messages, chunk, progress);
-      } catch (error) {
-        const text = error instanceof Error ? error.message : String(error);
-        if (attempt >= 10 || !/does not host this topic-partition|leader/i.test(text)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 1000 * attempt));
-      }
-    }
+    await whileUnserved(() => this.produceOnce(topic, messages, chunk, progress));
   }
 
   /** Sends in order, in chunks of at most `chunk` records or about 4 MB. */
@@ -225,6 +224,19 @@ async function retrying<T>(call: () => Promise<T>, attempts = 10): Promise<T> {
       const text = error instanceof Error ? error.message : String(error);
       if (attempt >= attempts || !/coordinator|leader|not available/i.test(text)) throw error;
       await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+  }
+}
+
+/** Runs `attempt` again while the broker says it does not serve the partition yet (a new topic). */
+async function whileUnserved<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const text = error instanceof Error ? error.message : String(error);
+      if (tries >= 10 || !/does not host this topic-partition|leader/i.test(text)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000 * tries));
     }
   }
 }
