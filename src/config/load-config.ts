@@ -12,6 +12,7 @@ import { checkWithSchema, formatPath } from '../options/parse.ts';
 import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.ts';
 import { resolveConnectionPaths } from './connection-paths.ts';
 import { routeLoopProblems } from './route-loops.ts';
+import { vectorSizeProblems, vectorTaskProblems } from './vector-output.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
 export type Environment = Record<string, string | undefined>;
@@ -32,6 +33,9 @@ export async function loadConfigFile(
   for (const model of Object.values(config.models))
     if (!isAbsolute(model.path)) model.path = resolve(base, model.path);
   resolveConnectionPaths(config, base);
+  // Needs the model folders, so it waits for their resolved paths.
+  const sizes = await vectorSizeProblems(config);
+  if (sizes.length > 0) throw invalid(path, sizes);
   return config;
 }
 
@@ -221,6 +225,7 @@ function referenceProblems(config: WorkerConfig): ConfigProblem[] {
     checkGenerationRoute(config, route, at, problem);
     checkInputRoute(config, route, at, problem);
   });
+  problems.push(...vectorTaskProblems(config));
   return problems;
 }
 

@@ -235,6 +235,25 @@ const imageInputSchema = z
       });
   });
 
+/**
+ * Embedding tasks: how a vector is written (src/route/vector-encoding.ts) and how many of its
+ * values are kept (Matryoshka truncation); docs/pipelines.md#compact-vectors.
+ */
+const vectorOutputSchema = z
+  .object({
+    encoding: z.enum(['json', 'base64-f32', 'base64-f16', 'int8', 'binary']).default('json'),
+    /** The first N values, renormalised when the pipeline normalises; default: all of them. */
+    dimensions: z
+      .number()
+      .int()
+      .min(
+        1,
+        'dimensions keeps the first N values of each vector, so N must be 1 or more; remove it to keep them all',
+      )
+      .optional(),
+  })
+  .strict();
+
 const routeSchema = z
   .object({
     name: name.optional(),
@@ -269,6 +288,8 @@ const routeSchema = z
         returnFullText: z.boolean().default(true),
         /** Generative pipelines only: partial records while a request generates. */
         stream: outputStreamSchema.optional(),
+        /** featureExtraction and imageFeatureExtraction only: compact vectors. */
+        vectors: vectorOutputSchema.optional(),
       })
       .strict()
       .default({

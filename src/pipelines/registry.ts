@@ -130,6 +130,16 @@ export function readsAudio(task: string): boolean {
   return byName.get(task)?.inputKind === 'audio';
 }
 
+/** Tasks whose results are embedding vectors a route may write compactly (output.vectors). */
+export function writesVectors(task: string): boolean {
+  return byName.get(task)?.vectorSize !== undefined;
+}
+
+/** The TASK_NAMES that write vectors, for messages. */
+export const VECTOR_TASK_NAMES: readonly string[] = TASKS.filter(
+  (definition: TaskDefinition) => definition.vectorSize !== undefined,
+).map((definition) => definition.task);
+
 export function createPipeline(
   task: string,
   model: LoadedModel,

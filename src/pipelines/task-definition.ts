@@ -90,6 +90,12 @@ export interface TaskDefinition {
    * value (its text under `text`), before bytes become base64.
    */
   readonly pythonOutput?: (result: unknown, call: PythonCall) => unknown;
+  /**
+   * Set for tasks whose results are embedding vectors (Float32Arrays) a route may write compactly
+   * (output.vectors, src/route/vector-encoding.ts): the vectors' length by the model folder's
+   * config.json, or undefined where the config does not say.
+   */
+  readonly vectorSize?: (modelConfig: Record<string, unknown>) => number | undefined;
   /** Options the model folder settles that the pricing must see (featureExtraction's max_seq_length). */
   readonly costOptions?: (
     declared: Record<string, unknown>,
@@ -109,6 +115,18 @@ export const textInput = {
   cost: async (input: unknown, meter: CostMeter): Promise<InputCost> =>
     typeof input === 'string' ? { tokens: await meter.length(input), rows: 1 } : UNIT_COST,
 } satisfies Pick<TaskDefinition, 'inputSchema' | 'cost'>;
+
+/** The first of `keys` that holds a positive integer in `config` (config.json's hidden size). */
+export function sizeIn(
+  config: Record<string, unknown>,
+  keys: readonly string[],
+): number | undefined {
+  for (const key of keys) {
+    const value = config[key];
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0) return value;
+  }
+  return undefined;
+}
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -178,6 +178,12 @@ export const DEAD_LETTER_CODES = {
     retriable: false,
     meaning: '`output.mode: merge` into a field the record has, without `output.overwrite`.',
   },
+  VECTOR_TOO_SHORT: {
+    stage: 'output',
+    retriable: false,
+    meaning:
+      "The pipeline's vector has fewer values than `output.vectors.dimensions` (a model whose `config.json` does not give its size).",
+  },
   OUTPUT_TOO_LARGE: {
     stage: 'sink',
     retriable: false,

@@ -28,6 +28,12 @@ import {
   readsImages,
 } from '../pipelines/registry.ts';
 import { outputShaper, type OutputShaper } from './output-keys.ts';
+import {
+  vectorShaper,
+  VectorTooShortError,
+  type EncodedVectors,
+  type VectorShaper,
+} from './vector-output.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 
@@ -95,6 +101,7 @@ export class RecordProcessor {
   /** Only a decoder-only task takes a responseFormat, so only its results can miss one. */
   private readonly decoderOnly: boolean;
   private readonly shapeOutput: OutputShaper;
+  private readonly encodeVectors: VectorShaper;
 
   constructor(
     route: RouteConfig,
@@ -107,6 +114,7 @@ export class RecordProcessor {
     this.cutsLongText = findTask(task)?.cutsLongText?.(pipelineOptions) === true;
     this.decoderOnly = executionOf(task) === 'decoderOnly';
     this.shapeOutput = outputShaper(task, route.output, pipelineOptions);
+    this.encodeVectors = vectorShaper(route.output.vectors);
     this.route = route;
     this.task = task;
     this.limits = limits;
@@ -246,7 +254,14 @@ export class RecordProcessor {
     }
     at.stage = 'output';
     if (this.decoderOnly) checkGenerationOutput(result);
-    const plain = toPlain(this.shapeOutput(result, recordInput));
+    let vectors: EncodedVectors;
+    try {
+      vectors = this.encodeVectors(this.shapeOutput(result, recordInput));
+    } catch (err) {
+      if (!(err instanceof VectorTooShortError)) throw err;
+      throw new Refusal('output', 'VECTOR_TOO_SHORT', err.message);
+    }
+    const plain = toPlain(vectors.result);
     const resultJson = JSON.stringify(plain);
     let value = resultJson;
     if (this.route.output.mode === 'merge') {
@@ -274,7 +289,7 @@ export class RecordProcessor {
       record: {
         key: record.key,
         value: Buffer.from(value),
-        headers: withoutErrorHeaders(record.headers),
+        headers: { ...withoutErrorHeaders(record.headers), ...vectors.headers },
         origin: record.origin,
       },
     };

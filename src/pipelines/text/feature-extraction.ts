@@ -11,7 +11,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { assertString } from '../pipeline.ts';
 import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
-import { textInput, type TaskDefinition } from '../task-definition.ts';
+import { sizeIn, textInput, type TaskDefinition } from '../task-definition.ts';
 import { floatOutput } from '../runtime/tensors.ts';
 
 // pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
@@ -158,6 +158,8 @@ export const featureExtractionTask: TaskDefinition = {
   // A pooled vector is sentence-transformers' encode(); every token's vector is the transformers
   // pipeline's, which keeps the batch dimension of 1.
   pythonOutput: (result) => (Array.isArray(result) ? [result] : result),
+  // The encoder's width, by the names transformers' configs give it (BERT, T5, DistilBERT, GPT-2).
+  vectorSize: (config) => sizeIn(config, ['hidden_size', 'd_model', 'dim', 'n_embd']),
   ...textInput,
   inputKind: 'text',
   cutsLongText: (options) => options['truncation'] !== false,

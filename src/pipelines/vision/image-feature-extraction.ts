@@ -8,7 +8,7 @@ import { BasePipeline } from '../base-pipeline.ts';
 import { l2Normalize } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { floatOutput, type FloatOutput } from '../runtime/tensors.ts';
-import type { TaskDefinition } from '../task-definition.ts';
+import { isObject, sizeIn, type TaskDefinition } from '../task-definition.ts';
 import { bySize, imageFeeds, prepareImages } from './image-batch.ts';
 import type { ImageInput } from './image-decode.ts';
 import { compilePreprocessor, type ImagePreprocessor } from './image-preprocess.ts';
@@ -104,5 +104,13 @@ export const imageFeatureExtractionTask: TaskDefinition = {
     new ImageFeatureExtractionPipeline(model, options as ImageFeatureExtractionOptions),
   // Python keeps the batch dimension of 1 on each image's features.
   pythonOutput: (result) => [result],
+  // A vision model's own width, or its vision tower's in a two-tower (CLIP-style) config.
+  vectorSize: (config) => {
+    const vision = config['vision_config'];
+    return (
+      sizeIn(config, ['hidden_size']) ??
+      (isObject(vision) ? sizeIn(vision, ['hidden_size']) : undefined)
+    );
+  },
   ...imageInput,
 };
