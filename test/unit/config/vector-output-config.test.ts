@@ -1,0 +1,100 @@
+// output.vectors is judged once, at load: its fields, the route's task, and (with the model folder
+// at hand) dimensions against the size the model's config.json gives its vectors.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfigFile, parseConfigText } from '../../../src/config/load-config.ts';
+import { ConfigError } from '../../../src/errors.ts';
+
+const MODEL = join(import.meta.dirname, '..', '..', '..', 'models', 'all-MiniLM-L6-v2-int8');
+
+function config(task: string, vectors: string): string {
+  return `
+models:
+  m: { path: ${MODEL} }
+pipelines:
+  p: { task: ${task}, model: m }
+routes:
+  - source: { type: file, path: in.jsonl }
+    pipeline: p
+    output: { field: embedding, vectors: ${vectors} }
+    sink: { type: file, path: out.jsonl }
+`;
+}
+
+function refusal(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('the config was accepted');
+}
+
+describe('output.vectors in the config', () => {
+  it('defaults the encoding to json and keeps every value unless dimensions is set', () => {
+    const parsed = parseConfigText(config('featureExtraction', '{}'), {});
+    expect(parsed.routes[0]?.output.vectors).toEqual({ encoding: 'json' });
+  });
+
+  it('refuses dimensions under 1 and an unknown encoding, naming the field', () => {
+    const zero = refusal(() =>
+      parseConfigText(config('featureExtraction', '{ dimensions: 0 }'), {}),
+    );
+    expect(zero.field).toBe('routes.0.output.vectors.dimensions');
+    expect(zero.message).toContain('N must be 1 or more');
+    const unknown = refusal(() =>
+      parseConfigText(config('featureExtraction', '{ encoding: fp8 }'), {}),
+    );
+    expect(unknown.field).toBe('routes.0.output.vectors.encoding');
+    expect(unknown.message).toContain('base64-f16');
+  });
+
+  it('refuses output.vectors on a task that writes no vectors, naming those that do', () => {
+    const err = refusal(() =>
+      parseConfigText(config('textClassification', '{ encoding: int8 }'), {}),
+    );
+    expect(err.field).toBe('routes.0.output.vectors');
+    expect(err.message).toContain(
+      "pipeline 'p' (textClassification) does not write vectors; output.vectors is for featureExtraction, imageFeatureExtraction",
+    );
+  });
+
+  describe('against the model folder', () => {
+    let dir: string;
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'hugot-vectors-'));
+    });
+    afterAll(async () => {
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    const load = async (vectors: string) => {
+      const file = join(dir, 'config.yaml');
+      await writeFile(file, config('featureExtraction', vectors));
+      return loadConfigFile(file, {});
+    };
+
+    it("refuses dimensions over the model's hidden size, saying the size and the fix", async () => {
+      const err = await load('{ dimensions: 385 }').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).field).toBe('routes.0.output.vectors.dimensions');
+      expect((err as ConfigError).message).toContain(
+        "385 is more than the 384 values of model 'm'",
+      );
+      expect((err as ConfigError).message).toContain('use 384 or fewer');
+    });
+
+    it('accepts the whole size and fewer', async () => {
+      for (const n of [384, 128]) {
+        const loaded = await load(`{ encoding: binary, dimensions: ${n} }`);
+        expect(loaded.routes[0]?.output.vectors).toEqual({ encoding: 'binary', dimensions: n });
+      }
+    });
+  });
+});
