@@ -12,7 +12,10 @@
 //            json.scale), or the packed sign bits (binary).
 //   truncateVector(vector, dimensions) -> the first `dimensions` values, renormalised when the
 //     vector was unit length.
+//   A `dimensions` at or over the vector's length keeps it whole: a route refuses that at start-up
+//   (src/config/vector-output.ts) or per record (src/route/vector-output.ts).
 import type { RouteConfig } from '../config/schema.ts';
+import { l2Normalize } from '../pipelines/runtime/math.ts';
 
 export type VectorOptions = NonNullable<RouteConfig['output']['vectors']>;
 export type VectorEncoding = VectorOptions['encoding'];
@@ -68,11 +71,8 @@ export function encodeVector(vector: Float32Array, options: VectorOptions): Enco
 export function truncateVector(vector: Float32Array, dimensions: number): Float32Array {
   if (dimensions >= vector.length) return vector;
   const kept = vector.slice(0, dimensions);
-  if (Math.abs(norm(vector) - 1) > UNIT_TOLERANCE) return kept;
-  const length = norm(kept);
-  if (length === 0) return kept;
-  for (let i = 0; i < kept.length; i += 1) kept[i] = (kept[i] as number) / length;
-  return kept;
+  // The pipeline's own normalisation, so a cut vector is normalised as a whole one is.
+  return Math.abs(norm(vector) - 1) > UNIT_TOLERANCE ? kept : l2Normalize(kept);
 }
 
 function norm(v: Float32Array): number {
