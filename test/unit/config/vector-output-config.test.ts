@@ -6,13 +6,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigFile, parseConfigText } from '../../../src/config/load-config.ts';
 import { ConfigError } from '../../../src/errors.ts';
+import { findTask } from '../../../src/pipelines/registry.ts';
 
-const MODEL = join(import.meta.dirname, '..', '..', '..', 'models', 'all-MiniLM-L6-v2-int8');
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const MODEL = join(ROOT, 'models', 'all-MiniLM-L6-v2-int8');
+const VIT = join(ROOT, 'test', 'fixtures', 'models', 'vit-image-features');
 
-function config(task: string, vectors: string): string {
+function config(task: string, vectors: string, model = MODEL): string {
   return `
 models:
-  m: { path: ${MODEL} }
+  m: { path: ${model} }
 pipelines:
   p: { task: ${task}, model: m }
 routes:
@@ -71,9 +74,9 @@ describe('output.vectors in the config', () => {
       await rm(dir, { recursive: true, force: true });
     });
 
-    const load = async (vectors: string) => {
+    const load = async (vectors: string, task = 'featureExtraction', model = MODEL) => {
       const file = join(dir, 'config.yaml');
-      await writeFile(file, config('featureExtraction', vectors));
+      await writeFile(file, config(task, vectors, model));
       return loadConfigFile(file, {});
     };
 
@@ -90,11 +93,33 @@ describe('output.vectors in the config', () => {
       expect((err as ConfigError).message).toContain('use 384 or fewer');
     });
 
+    it("judges an image embedding route by the vision model's size too", async () => {
+      const err = await load('{ dimensions: 33 }', 'imageFeatureExtraction', VIT).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as ConfigError).message).toContain("33 is more than the 32 values of model 'm'");
+      const loaded = await load('{ dimensions: 32 }', 'imageFeatureExtraction', VIT);
+      expect(loaded.routes[0]?.output.vectors?.dimensions).toBe(32);
+    });
+
     it('accepts the whole size and fewer', async () => {
       for (const n of [384, 128]) {
         const loaded = await load(`{ encoding: binary, dimensions: ${n} }`);
         expect(loaded.routes[0]?.output.vectors).toEqual({ encoding: 'binary', dimensions: n });
       }
     });
+  });
+
+  it('reads the vector size under the names transformers configs give it', () => {
+    const text = findTask('featureExtraction')?.vectorSize;
+    const image = findTask('imageFeatureExtraction')?.vectorSize;
+    expect(text?.({ hidden_size: 384 })).toBe(384);
+    expect(text?.({ d_model: 512 })).toBe(512); // T5
+    expect(text?.({ dim: 768 })).toBe(768); // DistilBERT
+    expect(text?.({ n_embd: 1024 })).toBe(1024); // GPT-2
+    expect(text?.({ hidden_size: 'big' })).toBeUndefined();
+    expect(image?.({ vision_config: { hidden_size: 1024 }, projection_dim: 768 })).toBe(1024);
+    expect(findTask('textClassification')?.vectorSize).toBeUndefined();
   });
 });
