@@ -30,8 +30,8 @@ export function vectorTaskProblems(config: WorkerConfig): VectorProblem[] {
 
 /**
  * `output.vectors.dimensions` over the length of the model's vectors, by its config.json. A
- * folder whose config cannot be read, or does not say, is left to the route, which dead-letters
- * a record whose vector is shorter (VECTOR_TOO_SHORT).
+ * folder whose config cannot be read, or does not say (or a pipeline reading an output by name),
+ * is left to the route, which dead-letters a record whose vector is shorter (VECTOR_TOO_SHORT).
  */
 export async function vectorSizeProblems(config: WorkerConfig): Promise<VectorProblem[]> {
   const problems: VectorProblem[] = [];
@@ -42,7 +42,8 @@ export async function vectorSizeProblems(config: WorkerConfig): Promise<VectorPr
     const sizeOf = pipeline === undefined ? undefined : findTask(pipeline.task)?.vectorSize;
     if (dimensions === undefined || model === undefined || sizeOf === undefined) continue;
     const modelConfig = await readConfigJson(model.path);
-    const size = modelConfig === undefined ? undefined : sizeOf(modelConfig);
+    const size =
+      modelConfig === undefined ? undefined : sizeOf(modelConfig, pipeline?.options ?? {});
     if (size === undefined || dimensions <= size) continue;
     const field = `routes.${i}.output.vectors.dimensions`;
     problems.push({

@@ -93,9 +93,12 @@ export interface TaskDefinition {
   /**
    * Set for tasks whose results are embedding vectors (Float32Arrays) a route may write compactly
    * (output.vectors, src/route/vector-encoding.ts): the vectors' length by the model folder's
-   * config.json, or undefined where the config does not say.
+   * config.json and the pipeline's options, or undefined where they do not say.
    */
-  readonly vectorSize?: (modelConfig: Record<string, unknown>) => number | undefined;
+  readonly vectorSize?: (
+    modelConfig: Record<string, unknown>,
+    options: Record<string, unknown>,
+  ) => number | undefined;
   /** Options the model folder settles that the pricing must see (featureExtraction's max_seq_length). */
   readonly costOptions?: (
     declared: Record<string, unknown>,

@@ -158,8 +158,12 @@ export const featureExtractionTask: TaskDefinition = {
   // A pooled vector is sentence-transformers' encode(); every token's vector is the transformers
   // pipeline's, which keeps the batch dimension of 1.
   pythonOutput: (result) => (Array.isArray(result) ? [result] : result),
-  // The encoder's width, by the names transformers' configs give it (BERT, T5, DistilBERT, GPT-2).
-  vectorSize: (config) => sizeIn(config, ['hidden_size', 'd_model', 'dim', 'n_embd']),
+  // The encoder's width, by the names transformers' configs give it (BERT, T5, DistilBERT, GPT-2);
+  // an output chosen by name (a projected sentence_embedding) may be any width.
+  vectorSize: (config, options) =>
+    options['outputName'] === undefined
+      ? sizeIn(config, ['hidden_size', 'd_model', 'dim', 'n_embd'])
+      : undefined,
   ...textInput,
   inputKind: 'text',
   cutsLongText: (options) => options['truncation'] !== false,

@@ -104,8 +104,10 @@ export const imageFeatureExtractionTask: TaskDefinition = {
     new ImageFeatureExtractionPipeline(model, options as ImageFeatureExtractionOptions),
   // Python keeps the batch dimension of 1 on each image's features.
   pythonOutput: (result) => [result],
-  // A vision model's own width, or its vision tower's in a two-tower (CLIP-style) config.
-  vectorSize: (config) => {
+  // A vision model's own width, or its vision tower's in a two-tower (CLIP-style) config; an
+  // output chosen by name (projected image_embeds) may be any width.
+  vectorSize: (config, options) => {
+    if (options['outputName'] !== undefined) return undefined;
     const vision = config['vision_config'];
     return (
       sizeIn(config, ['hidden_size']) ??

@@ -114,12 +114,15 @@ describe('output.vectors in the config', () => {
   it('reads the vector size under the names transformers configs give it', () => {
     const text = findTask('featureExtraction')?.vectorSize;
     const image = findTask('imageFeatureExtraction')?.vectorSize;
-    expect(text?.({ hidden_size: 384 })).toBe(384);
-    expect(text?.({ d_model: 512 })).toBe(512); // T5
-    expect(text?.({ dim: 768 })).toBe(768); // DistilBERT
-    expect(text?.({ n_embd: 1024 })).toBe(1024); // GPT-2
-    expect(text?.({ hidden_size: 'big' })).toBeUndefined();
-    expect(image?.({ vision_config: { hidden_size: 1024 }, projection_dim: 768 })).toBe(1024);
+    expect(text?.({ hidden_size: 384 }, {})).toBe(384);
+    expect(text?.({ d_model: 512 }, {})).toBe(512); // T5
+    expect(text?.({ dim: 768 }, {})).toBe(768); // DistilBERT
+    expect(text?.({ n_embd: 1024 }, {})).toBe(1024); // GPT-2
+    expect(text?.({ hidden_size: 'big' }, {})).toBeUndefined();
+    // A named output may be a projection of another width: config.json does not say it.
+    expect(text?.({ hidden_size: 384 }, { outputName: 'sentence_embedding' })).toBeUndefined();
+    expect(image?.({ vision_config: { hidden_size: 1024 }, projection_dim: 768 }, {})).toBe(1024);
+    expect(image?.({ hidden_size: 1024 }, { outputName: 'image_embeds' })).toBeUndefined();
     expect(findTask('textClassification')?.vectorSize).toBeUndefined();
   });
 });
