@@ -80,8 +80,9 @@ export async function installRegistry(opts: RegistryInstallOptions): Promise<str
   const marker = join(home, '.installed');
   if (existsSync(marker)) return runnerJar(home);
   const purpose = 'to build the local Schema Registry';
+  // javac, not only java: the build compiles DynamicConfigProperties.java.
   requireTool(
-    'java',
+    'javac',
     '-version',
     purpose,
     'install a JDK 17+ (Debian: apt-get install openjdk-17-jdk-headless)',
