@@ -12,28 +12,19 @@
 // case that ran is a failure: it is named in without_golden, counted in F, and fails the run.
 // F otherwise counts as the summary line does (test/helpers/run-outcome.ts). The suite runs
 // twice, once per ONNX Runtime binding (vitest.config.ts): a line each.
-import { globSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
 import type { Reporter, TestModule, TestRunEndReason } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import type {} from './parity-meta.ts';
 import { countModule, countRun, countTest, emptyOutcome } from './run-outcome.ts';
-import { TASK_ALIASES, TASK_NAMES } from '../../src/pipelines/registry.ts';
+import {
+  implementationOf,
+  PARITY_PROJECTS,
+  REGISTRY,
+  withoutGolden,
+  type PipelineRegistry,
+} from './golden-coverage.ts';
 
-/** The parity projects of vitest.config.ts and the binding each runs on. */
-export const PARITY_PROJECTS: Readonly<Record<string, string>> = {
-  parity: 'native',
-  'parity-onnxruntime-node': 'onnxruntime-node',
-};
-
-/** The pipelines a parity run must prove: the registry's, or a fake one in the reporter's tests. */
-export interface PipelineRegistry {
-  tasks: readonly string[];
-  /** alias -> the task whose pipeline it is. */
-  aliases: Readonly<Record<string, string>>;
-}
-
-const REGISTRY: PipelineRegistry = { tasks: TASK_NAMES, aliases: TASK_ALIASES };
+export { PARITY_PROJECTS, type PipelineRegistry } from './golden-coverage.ts';
 
 export interface ParityLine {
   binding: string;
@@ -52,20 +43,6 @@ export interface ParityLine {
   maxAbsDiff: Record<string, number>;
 }
 
-/**
- * Whether every file of the project ran with no name filter: only then does a pipeline without
- * a golden case mean one is missing, rather than that its file was not asked for.
- */
-function ranWholeProject(modules: readonly TestModule[]): boolean {
-  const first = modules[0];
-  if (first === undefined) return false;
-  const config = first.project.config;
-  if (config.testNamePattern !== undefined) return false;
-  const ran = new Set(modules.map((m) => relative(config.root, m.moduleId)));
-  const files = globSync(config.include, { cwd: config.root, exclude: config.exclude });
-  return files.every((file) => ran.has(relative(config.root, resolve(config.root, file))));
-}
-
 export function parityLine(
   testModules: readonly TestModule[],
   unhandledErrors: readonly SerializedError[],
@@ -75,7 +52,6 @@ export function parityLine(
 ): ParityLine | undefined {
   const parity = testModules.filter((m) => m.project.name === project);
   if (parity.length === 0) return undefined;
-  const implementationOf = (task: string): string => registry.aliases[task] ?? task;
   const proven = new Set<string>();
   const provenTasks = new Set<string>();
   const maxAbsDiff: Record<string, number> = {};
@@ -100,19 +76,16 @@ export function parityLine(
       if (kind === 'golden') golden.add(reference);
       if (pipeline === undefined) return;
       if (kind === 'golden') {
-        proven.add(implementationOf(pipeline));
+        proven.add(implementationOf(registry, pipeline));
         provenTasks.add(pipeline);
       }
       if (diff !== undefined) maxAbsDiff[pipeline] = Math.max(maxAbsDiff[pipeline] ?? 0, diff);
     });
   }
-  const implementations = [...new Set(registry.tasks.map(implementationOf))];
-  const withoutGolden = ranWholeProject(parity)
-    ? implementations.filter((implementation) => !proven.has(implementation))
-    : [];
-  for (const implementation of withoutGolden)
+  const missing = withoutGolden(testModules, project, registry);
+  for (const implementation of missing)
     outcome.failures.push(`pipeline ${implementation}: no golden case ran`);
-  outcome.failed += withoutGolden.length;
+  outcome.failed += missing.length;
   // Errors outside any module cannot be told apart by project; they fail this run all the same.
   // The run's own verdict applies only when nothing but parity ran.
   countRun(outcome, unhandledErrors, parity.length === testModules.length ? reason : undefined);
@@ -129,7 +102,7 @@ export function parityLine(
     tokenizers: tokenizers.size,
     tokenizer_cases: tokenizerCases.size,
     behaviour_cases: tests.behaviour,
-    without_golden: withoutGolden,
+    without_golden: missing,
     failed: outcome.failed,
     skipped: outcome.skipped,
     maxAbsDiff,
