@@ -10,6 +10,7 @@ import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { RawPool, sortedBatches } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -52,6 +53,4 @@ for (const range of values.ranges.split(',')) {
   }
   results[range] = byConfig;
 }
-process.stdout.write(
-  `${JSON.stringify({ bench: 'batch-sweep', model: values.model, records_per_s: results })}\n`,
-);
+writeResultLine({ bench: 'batch-sweep', model: values.model, records_per_s: results });

@@ -25,6 +25,7 @@ import { freePort } from '../scripts/services/process-control.ts';
 import { KafkaKit } from '../test/integration/helpers/kafka-kit.ts';
 import { parseE2eArgs, type KafkaClientName } from './lib/e2e-args.ts';
 import { sigtermPass, type DeliveryMode, type SigtermOutcome } from './lib/e2e-sigterm.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const { records: count, rounds, client, clients } = parseE2eArgs(process.argv.slice(2));
@@ -229,23 +230,21 @@ const telemetryRatio = e2eSeconds / telemetrySeconds;
 log(
   `in-process ${inProcessSeconds.toFixed(2)} s, kafka e2e ${e2eSeconds.toFixed(2)} s (telemetry on ${telemetrySeconds.toFixed(2)} s), ratio ${ratio.toFixed(3)}, telemetry on/off ${telemetryRatio.toFixed(3)}`,
 );
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'e2e',
-    ratios: { vs_in_process: round3(ratio), telemetry_on_vs_off: round3(telemetryRatio) },
-    records: count,
-    rounds,
-    kafka_client: client ?? 'default',
-    passes: passes.map((p) => ({
-      telemetry: p.telemetry,
-      seconds: round3(p.seconds),
-      scrapes: p.scrapes,
-    })),
-    otlp: { requests: otlpRequests, bytes: otlpBytes },
-    lost,
-    duplicates,
-  })}\n`,
-);
+writeResultLine({
+  bench: 'e2e',
+  ratios: { vs_in_process: round3(ratio), telemetry_on_vs_off: round3(telemetryRatio) },
+  records: count,
+  rounds,
+  kafka_client: client ?? 'default',
+  passes: passes.map((p) => ({
+    telemetry: p.telemetry,
+    seconds: round3(p.seconds),
+    scrapes: p.scrapes,
+  })),
+  otlp: { requests: otlpRequests, bytes: otlpBytes },
+  lost,
+  duplicates,
+});
 
 /**
  * --clients: each client's telemetry-off passes, the first client changing every round so that
@@ -311,19 +310,17 @@ async function compareClients(): Promise<void> {
   log(
     `in-process ${inProcessSeconds.toFixed(2)} s; ratio to in-process ${clients.map((c) => `${c} ${ratios[c]}`).join(', ')}`,
   );
-  process.stdout.write(
-    `${JSON.stringify({
-      bench: 'e2e',
-      kafka_clients: ratios,
-      sigterm_one_of_two: sigtermJson,
-      lost,
-      throughput_duplicates: duplicates,
-      records: count,
-      rounds,
-      in_process_seconds: round3(inProcessSeconds),
-      passes: passes.map((p) => ({ client: p.client, seconds: round3(p.seconds) })),
-    })}\n`,
-  );
+  writeResultLine({
+    bench: 'e2e',
+    kafka_clients: ratios,
+    sigterm_one_of_two: sigtermJson,
+    lost,
+    throughput_duplicates: duplicates,
+    records: count,
+    rounds,
+    in_process_seconds: round3(inProcessSeconds),
+    passes: passes.map((p) => ({ client: p.client, seconds: round3(p.seconds) })),
+  });
 }
 
 /** The child workers of a SIGTERM pass: the benchmark's route, no telemetry, a chosen mode. */

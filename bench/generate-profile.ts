@@ -16,6 +16,7 @@ import { compileSchedulerOptions } from '../src/generative/scheduler.ts';
 import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
 import { modelFolder, sharedPrefixPrompts } from './lib/generate-workloads.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const { values: args } = parseArgs({
@@ -134,21 +135,19 @@ while (next < mine.length || !loop.idle) {
 const total = cpuMs() - cpuStarted;
 const seconds = (ms: number): number => Math.round(ms / 10) / 100;
 ttft.sort((a, b) => a - b);
-console.log(
-  JSON.stringify({
-    bench: 'generate-profile',
-    model: MODEL,
-    prefixCache: args['no-cache'] !== true,
-    requests: mine.length,
-    tokens,
-    steps,
-    wall_s: seconds(performance.now() - started),
-    cpu_s: seconds(total),
-    decode: { ...runs.decode, cpuMs: undefined, cpu_s: seconds(runs.decode.cpuMs) },
-    prefill: { ...runs.prefill, cpuMs: undefined, cpu_s: seconds(runs.prefill.cpuMs) },
-    host_cpu_s: seconds(total - runs.decode.cpuMs - runs.prefill.cpuMs),
-    first_token_step: { p50: ttft[Math.floor(ttft.length / 2)], last: ttft.at(-1) },
-    prefix_cache: pipeline.prefixCache?.stats(),
-  }),
-);
+writeResultLine({
+  bench: 'generate-profile',
+  model: MODEL,
+  prefixCache: args['no-cache'] !== true,
+  requests: mine.length,
+  tokens,
+  steps,
+  wall_s: seconds(performance.now() - started),
+  cpu_s: seconds(total),
+  decode: { ...runs.decode, cpuMs: undefined, cpu_s: seconds(runs.decode.cpuMs) },
+  prefill: { ...runs.prefill, cpuMs: undefined, cpu_s: seconds(runs.prefill.cpuMs) },
+  host_cpu_s: seconds(total - runs.decode.cpuMs - runs.prefill.cpuMs),
+  first_token_step: { p50: ttft[Math.floor(ttft.length / 2)], last: ttft.at(-1) },
+  prefix_cache: pipeline.prefixCache?.stats(),
+});
 await store.close();

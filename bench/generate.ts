@@ -49,6 +49,7 @@ import {
   sharedPrefixPrompts,
   validLabelJson,
 } from './lib/generate-workloads.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const { values: args } = parseArgs({
@@ -508,4 +509,4 @@ for (const pass of passes)
       key === 'ratios'
         ? { ...(line['ratios'] as object | undefined), ...(value as object) }
         : value;
-console.log(JSON.stringify(line));
+writeResultLine(line);

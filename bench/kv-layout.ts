@@ -7,6 +7,7 @@ import { assembleRows } from '../src/generative/kv-batch.ts';
 import { emptyKvState, runStep, type KvState } from '../src/pipelines/generation/kv-cache.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
 import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const MODEL = process.env['BENCH_MODEL'] ?? '.cache/models/llama-100m';
 const BATCH = Number(process.env['KV_BATCH'] ?? 16);
@@ -82,18 +83,16 @@ const merged = await time(
     await runStep(model.session, layout, padded, { ids, mask });
   },
 );
-console.log(
-  JSON.stringify({
-    bench: 'kv-layout',
-    batch: BATCH,
-    pastTokens: batch.pastLength,
-    ms: {
-      assemble: assembleMs,
-      kept,
-      concatSplit: concat,
-      separatePrefill: separate,
-      mergedPrefill: merged,
-    },
-  }),
-);
+writeResultLine({
+  bench: 'kv-layout',
+  batch: BATCH,
+  pastTokens: batch.pastLength,
+  ms: {
+    assemble: assembleMs,
+    kept,
+    concatSplit: concat,
+    separatePrefill: separate,
+    mergedPrefill: merged,
+  },
+});
 await store.close();

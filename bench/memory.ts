@@ -37,6 +37,7 @@ import { CLASSIFICATION, EMBEDDING } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { RawPool, cutBatches, type BatchPolicy, type RawSessions } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 interface Layout {
   name: string;
@@ -255,34 +256,32 @@ for (const [label, peaks] of Object.entries(peak)) {
 // The benchmark's model (bench:throughput's embedding task) at the default thread split.
 const benchModel = modelLabel(EMBEDDING.modelFolder);
 const benchPeaks = peak[benchModel] ?? peak[modelLabel(models[0] ?? '')] ?? {};
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'memory',
-    cores,
-    texts: Number(values.texts),
-    rss_mib: {
-      ours: benchPeaks['default'],
-      raw: benchPeaks['raw'],
-      raw_shared: benchPeaks['raw_shared'],
-      onnxruntime_node: benchPeaks['onnxruntime_node'],
-      by_layout: peak,
-    },
-    ratios: {
-      ours_vs_raw_rss: round((benchPeaks['default'] ?? 0) / (benchPeaks['raw'] ?? 1)),
-      by_model: vs,
-      contender_layouts: bestLayouts,
-      speed_vs_default: speedVsDefault,
-    },
-    records_per_s: speed,
-    cpu_s_per_record: cpu,
-    loaded_mib: loaded,
-    load_peak_mib: loadPeak,
-    end_pss_mib: pss,
-    passes: Number(values.passes),
-    peak_mib_per_pass: runs.peak,
-    cpu_s_per_record_per_pass: runs.cpu,
-  })}\n`,
-);
+writeResultLine({
+  bench: 'memory',
+  cores,
+  texts: Number(values.texts),
+  rss_mib: {
+    ours: benchPeaks['default'],
+    raw: benchPeaks['raw'],
+    raw_shared: benchPeaks['raw_shared'],
+    onnxruntime_node: benchPeaks['onnxruntime_node'],
+    by_layout: peak,
+  },
+  ratios: {
+    ours_vs_raw_rss: round((benchPeaks['default'] ?? 0) / (benchPeaks['raw'] ?? 1)),
+    by_model: vs,
+    contender_layouts: bestLayouts,
+    speed_vs_default: speedVsDefault,
+  },
+  records_per_s: speed,
+  cpu_s_per_record: cpu,
+  loaded_mib: loaded,
+  load_peak_mib: loadPeak,
+  end_pss_mib: pss,
+  passes: Number(values.passes),
+  peak_mib_per_pass: runs.peak,
+  cpu_s_per_record_per_pass: runs.cpu,
+});
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

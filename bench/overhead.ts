@@ -19,6 +19,7 @@ import { allAtOnce } from './lib/engine-runs.ts';
 import { RawPool, sortedBatches } from './lib/raw-pool.ts';
 import { round } from './lib/stats.ts';
 import { addCpuSince, cpuByThreadKind, cpuPerRecord } from './lib/thread-cpu.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -133,12 +134,10 @@ for (const name of values.models.split(',')) {
   }
   await Promise.all([engine.close(), pool.close()]);
 }
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'overhead',
-    cores,
-    rounds,
-    seconds: round((performance.now() - started) / 1000, 0),
-    ...report,
-  })}\n`,
-);
+writeResultLine({
+  bench: 'overhead',
+  cores,
+  rounds,
+  seconds: round((performance.now() - started) / 1000, 0),
+  ...report,
+});

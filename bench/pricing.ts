@@ -15,6 +15,7 @@ import { inputCost, type CostContext } from '../src/engine/input-cost.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { round } from './lib/stats.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -98,17 +99,15 @@ for (const budget of values.budgets.split(',').map(Number)) {
 }
 process.stderr.write(`padding efficiency: ${JSON.stringify(padding)}\n`);
 
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'pricing',
-    texts: texts.length,
-    maxLength,
-    ratios: {
-      prefix_vs_full: round((allAtOnce['prefix'] ?? 0) / (allAtOnce['full'] ?? 1)),
-      prefix_vs_full_one_by_one: round((oneByOne['prefix'] ?? 0) / (oneByOne['full'] ?? 1)),
-    },
-    records_per_s: { one_by_one: oneByOne, all_at_once: allAtOnce },
-    price_mismatches: mismatches,
-    padding_efficiency: padding,
-  })}\n`,
-);
+writeResultLine({
+  bench: 'pricing',
+  texts: texts.length,
+  maxLength,
+  ratios: {
+    prefix_vs_full: round((allAtOnce['prefix'] ?? 0) / (allAtOnce['full'] ?? 1)),
+    prefix_vs_full_one_by_one: round((oneByOne['prefix'] ?? 0) / (oneByOne['full'] ?? 1)),
+  },
+  records_per_s: { one_by_one: oneByOne, all_at_once: allAtOnce },
+  price_mismatches: mismatches,
+  padding_efficiency: padding,
+});

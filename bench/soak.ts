@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { SharedSessions } from '../src/runtime/native/shared-sessions.ts';
 import { releaseSharedSessions } from '../src/runtime/native/release-shared.ts';
 import { round } from './lib/stats.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -79,21 +80,19 @@ const slope =
   steady.reduce((a, s) => a + (s.runs - mx) ** 2, 0);
 const first = steady[0];
 const last = steady.at(-1);
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'soak',
-    runs: done,
-    threads,
-    model: values.model,
-    seconds: round(seconds, 1),
-    runs_per_s: Math.round(done / seconds),
-    rss_slope_kib_per_100k_runs: round(slope * 100_000, 2),
-    rss_mib: {
-      after_warmup: first === undefined ? undefined : round(first.kib / 1024, 1),
-      end: last === undefined ? undefined : round(last.kib / 1024, 1),
-      max: round(Math.max(...steady.map((s) => s.kib)) / 1024, 1),
-    },
-    samples: n,
-    sessions_left_in_table: leftInTable,
-  })}\n`,
-);
+writeResultLine({
+  bench: 'soak',
+  runs: done,
+  threads,
+  model: values.model,
+  seconds: round(seconds, 1),
+  runs_per_s: Math.round(done / seconds),
+  rss_slope_kib_per_100k_runs: round(slope * 100_000, 2),
+  rss_mib: {
+    after_warmup: first === undefined ? undefined : round(first.kib / 1024, 1),
+    end: last === undefined ? undefined : round(last.kib / 1024, 1),
+    max: round(Math.max(...steady.map((s) => s.kib)) / 1024, 1),
+  },
+  samples: n,
+  sessions_left_in_table: leftInTable,
+});

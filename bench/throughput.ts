@@ -35,6 +35,7 @@ import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { benchOnDevice, type DeviceReport } from './lib/device-bench.ts';
 import { benchTask, type TaskReport } from './lib/task-bench.ts';
 import { describeConfig } from './lib/raw-pool.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const { values } = parseArgs({
   allowNegative: true,
@@ -249,36 +250,34 @@ writeFileSync(
   ),
 );
 log(`full report in ${reportFile}`);
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'throughput',
-    ...(fixtures ? { models: 'fixtures (smoke run, not a measurement)' } : {}),
-    ...(embedding === undefined ? {} : summary(embedding, embeddingRuns)),
-    ...(classification === undefined
-      ? {}
-      : { classification: summary(classification, classificationRuns) }),
-    ...(int8 === undefined
-      ? {}
-      : {
-          int8: {
-            ratios: {
-              vs_raw: spread(int8.runs).median,
-              vs_raw_one_row: spread(int8.runs, 'rawOneRow').median,
-              vs_raw_shared: spread(int8.runs, 'rawShared').median,
-              vs_best_raw: spread(int8.runs, 'bestRaw').median,
-            },
-            ...spreadFields(int8.runs),
-            ...(int8.runs.length < 2
-              ? {}
-              : {
-                  vs_raw_one_row_spread: spread(int8.runs, 'rawOneRow'),
-                  vs_raw_shared_spread: spread(int8.runs, 'rawShared'),
-                }),
-            raw: describeConfig(int8.raw),
+writeResultLine({
+  bench: 'throughput',
+  ...(fixtures ? { models: 'fixtures (smoke run, not a measurement)' } : {}),
+  ...(embedding === undefined ? {} : summary(embedding, embeddingRuns)),
+  ...(classification === undefined
+    ? {}
+    : { classification: summary(classification, classificationRuns) }),
+  ...(int8 === undefined
+    ? {}
+    : {
+        int8: {
+          ratios: {
+            vs_raw: spread(int8.runs).median,
+            vs_raw_one_row: spread(int8.runs, 'rawOneRow').median,
+            vs_raw_shared: spread(int8.runs, 'rawShared').median,
+            vs_best_raw: spread(int8.runs, 'bestRaw').median,
           },
-        }),
-  })}\n`,
-);
+          ...spreadFields(int8.runs),
+          ...(int8.runs.length < 2
+            ? {}
+            : {
+                vs_raw_one_row_spread: spread(int8.runs, 'rawOneRow'),
+                vs_raw_shared_spread: spread(int8.runs, 'rawShared'),
+              }),
+          raw: describeConfig(int8.raw),
+        },
+      }),
+});
 
 async function runOnDevice(deviceId: number | undefined): Promise<void> {
   const device = deviceId === undefined ? 'cpu (smoke run, not a measurement)' : `cuda:${deviceId}`;
@@ -324,13 +323,11 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
     JSON.stringify({ device, cores, reports }, null, 2),
   );
   const [first, ...rest] = Object.values(reports);
-  process.stdout.write(
-    `${JSON.stringify({
-      bench: 'throughput',
-      device,
-      cores,
-      ...(first === undefined ? {} : { [first.task]: summarize(first) }),
-      ...Object.fromEntries(rest.map((r) => [r.task, summarize(r)])),
-    })}\n`,
-  );
+  writeResultLine({
+    bench: 'throughput',
+    device,
+    cores,
+    ...(first === undefined ? {} : { [first.task]: summarize(first) }),
+    ...Object.fromEntries(rest.map((r) => [r.task, summarize(r)])),
+  });
 }

@@ -6,18 +6,11 @@ import type { BatchEnginePipeline } from '../../src/engine/batch-engine.ts';
 import type { FeatureExtractionResult } from '../../src/pipelines/text/feature-extraction.ts';
 import type { LabelScore } from '../../src/pipelines/text/text-classification.ts';
 import type { RawSearchSpace } from './raw-search.ts';
-import { stageModel, tjsClassifier, tjsEmbedder, type TjsDevice } from './transformers-js.ts';
+import type { Comparable, TjsRunner, TjsSetup } from './tjs-runner.ts';
+import { TjsThread } from './tjs-thread.ts';
+import { stageModel, type TjsDevice } from './transformers-js.ts';
 
-/** One record's output reduced to a label (or '') and the numbers compared across contenders. */
-export interface Comparable {
-  label: string;
-  values: ArrayLike<number>;
-}
-
-export interface TjsRunner {
-  run(texts: string[]): Promise<Comparable[]>;
-  close(): Promise<void>;
-}
+export type { Comparable, TjsRunner } from './tjs-runner.ts';
 
 export interface TaskSpec {
   name: 'embedding' | 'classification' | 'int8';
@@ -34,7 +27,21 @@ export interface TaskSpec {
   /** transformers.js batch sizes searched, with every thread split (bench/lib/tjs-search.ts). */
   tjsBatchSizes: number[];
   ours(output: unknown): Comparable;
-  transformersJs(intraOpThreads: number, device?: TjsDevice): Promise<TjsRunner>;
+  /** The transformers.js pipeline that does the task. */
+  tjsKind: TjsSetup['kind'];
+}
+
+/**
+ * One transformers.js pipeline of `intraOpThreads` session threads on a worker thread of its own
+ * (tjs-thread.ts): its pipelines run synchronously on their JS thread, so only one per thread
+ * lets a pool of them use the cores (issue 37).
+ */
+export function transformersJs(
+  spec: TaskSpec,
+  intraOpThreads: number,
+  device: TjsDevice = 'cpu',
+): Promise<TjsRunner> {
+  return TjsThread.start({ kind: spec.tjsKind, model: staged(spec), intraOpThreads, device });
 }
 
 const stagedFolders = new Map<string, string>();
@@ -85,13 +92,7 @@ export const EMBEDDING: TaskSpec = {
   },
   tjsBatchSizes: [1, 2, 4, 8, 16, 32],
   ours: (output) => ({ label: '', values: output as FeatureExtractionResult as Float32Array }),
-  async transformersJs(intraOpThreads, device) {
-    const embedder = await tjsEmbedder(staged(this), intraOpThreads, device);
-    return {
-      run: async (texts) => (await embedder.embed(texts)).map((values) => ({ label: '', values })),
-      close: () => embedder.close(),
-    };
-  },
+  tjsKind: 'embedder',
 };
 
 /**
@@ -119,12 +120,5 @@ export const CLASSIFICATION: TaskSpec = {
     const [best] = output as LabelScore[];
     return { label: best?.label ?? '', values: [best?.score ?? NaN] };
   },
-  async transformersJs(intraOpThreads, device) {
-    const classifier = await tjsClassifier(staged(this), intraOpThreads, device);
-    return {
-      run: async (texts) =>
-        (await classifier.classify(texts)).map(({ label, score }) => ({ label, values: [score] })),
-      close: () => classifier.close(),
-    };
-  },
+  tjsKind: 'classifier',
 };

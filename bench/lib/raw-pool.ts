@@ -2,13 +2,14 @@
 // length sort, handed to `workers` threads of `intraOpThreads` each, every thread holding two
 // batches at once as our shard's threads do (the next one waits on the thread while it runs one).
 // 'per-thread': a session per thread (onnxruntime-node); 'shared': one native session that all
-// the threads run on.
+// the threads run on. The threads get our shard's process settings (the young-generation cap), so
+// that the comparison is of the work, not of V8's garbage collector.
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { InferenceSession } from 'onnxruntime-node';
 import { SharedSessions } from '../../src/runtime/native/shared-sessions.ts';
 import { releaseSharedSessions } from '../../src/runtime/native/release-shared.ts';
-import { BATCHES_PER_THREAD } from '../../src/shards/shard.ts';
+import { BATCHES_PER_THREAD, YOUNG_GENERATION_MB } from '../../src/shards/shard.ts';
 
 const WORKER_FILE = fileURLToPath(new URL('./raw-worker.ts', import.meta.url));
 
@@ -97,6 +98,9 @@ export class RawPool {
       () =>
         new Worker(WORKER_FILE, {
           workerData: { onnxPath, intraOpThreads, executionProviders, shared },
+          // Our shard's threads' heap setting (src/shards/shard.ts): without it raw's threads
+          // ran V8's mark-compacts ours no longer run, a handicap of ~2 % (issue 37).
+          resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
         }),
     );
     await Promise.all(threads.map((thread) => nextReply(thread)));

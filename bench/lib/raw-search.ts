@@ -102,6 +102,7 @@ export async function searchRaw(
           continue;
         }
         trials[name] = rps;
+        log(`raw trial ${name}: ${rps.toFixed(2)} rec/s`);
         measured.push({ config, rps });
         // Two in a row below: one noisy trial must not end the walk.
         walk.below = rps < PRUNE_BELOW * walk.best ? walk.below + 1 : 0;

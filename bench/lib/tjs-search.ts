@@ -1,9 +1,9 @@
 // transformers.js given its best layout: `workers` pipelines of `intraOpThreads` session threads
-// each, fed batches of texts in arrival order as each frees, searched over every thread split of
+// each, every pipeline on a worker thread of its own (contenders.ts), fed batches of texts in arrival order as each frees, searched over every thread split of
 // the cores x batch size on calibration texts (per task), the finalists run again. Pruned like
 // the raw search (bench/lib/raw-search.ts).
 import { performance } from 'node:perf_hooks';
-import type { Comparable, TaskSpec, TjsRunner } from './contenders.ts';
+import { transformersJs, type Comparable, type TaskSpec, type TjsRunner } from './contenders.ts';
 import { threadSplits, type ThreadSplit } from './raw-pool.ts';
 import { PRUNE_BELOW } from './raw-search.ts';
 import type { TjsDevice } from './transformers-js.ts';
@@ -31,7 +31,7 @@ export class TjsPool {
     try {
       // One at a time: each loads its own copy of the model.
       for (let i = 0; i < split.workers; i += 1)
-        runners.push(await spec.transformersJs(split.intraOpThreads, device));
+        runners.push(await transformersJs(spec, split.intraOpThreads, device));
     } catch (err) {
       await Promise.all(runners.map((r) => r.close()));
       throw err;
@@ -121,6 +121,7 @@ export async function searchTjs(
           continue;
         }
         trials[describeTjs(config)] = rps;
+        log(`${spec.name}: transformers.js trial ${describeTjs(config)}: ${rps.toFixed(2)} rec/s`);
         measured.push({ config, rps });
         // Two in a row below: one noisy trial must not end the walk.
         below = rps < PRUNE_BELOW * best ? below + 1 : 0;

@@ -79,6 +79,13 @@ const byName = new Map<string, TaskDefinition>(
 
 export const TASK_NAMES: readonly string[] = TASKS.map((definition) => definition.task);
 
+/** Each task that is another task's pipeline under its own name, with that task (aliasOf). */
+export const TASK_ALIASES: Readonly<Record<string, string>> = Object.fromEntries(
+  TASKS.flatMap((definition: TaskDefinition) =>
+    definition.aliasOf === undefined ? [] : [[definition.task, definition.aliasOf]],
+  ),
+);
+
 /** Tasks a pipeline may run on a generative engine (its `generative` block), in this order. */
 export const GENERATIVE_TASK_NAMES: readonly string[] = TASKS.filter(
   (definition) => definition.execution !== 'batch',

@@ -64,6 +64,13 @@ export type ExecutionKind = 'batch' | 'decoderOnly' | 'cohort' | 'segment';
 export interface TaskDefinition {
   /** The name configs and the library API use. */
   readonly task: string;
+  /**
+   * The task whose pipeline this one is under another name (Python's `text-to-audio` is its
+   * `text-to-speech`; summarization and translation are text2text generation with their own
+   * prefix). The parity report counts pipelines by implementation, so an alias is not a second
+   * pipeline proven.
+   */
+  readonly aliasOf?: string;
   /** Validated when the config is loaded and again by the pipeline it configures. */
   readonly optionsSchema: z.ZodType;
   /** Builds the pipeline on an inference thread; the options are those optionsSchema accepts. */

@@ -12,6 +12,13 @@ declare module 'vitest' {
     parity?: 'golden' | 'rerun' | 'tokenizer';
     /** The pipeline (task) the test belongs to; absent for the tokenizer and the engine loop. */
     pipeline?: string;
+    /**
+     * The Python reference the test compares with (test/parity/reference.ts): tests with the same
+     * reference count as one golden or tokenizer case. Absent: the test is its own reference.
+     */
+    reference?: string;
+    /** For a tokenizer case: the tokenizer it checks (a hash of its tokenizer file). */
+    tokenizer?: string;
   }
 }
 

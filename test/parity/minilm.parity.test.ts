@@ -1,7 +1,7 @@
 // all-MiniLM-L6-v2 with real weights: the committed int8 model against Python onnxruntime on the
 // same file (runs everywhere), its fidelity to the fp32 sentence-transformers model, and the fetched
 // fp32 model against sentence-transformers (runs when `npm run models:fetch` has filled
-// .cache/models; skipped, and reported as skipped, otherwise).
+// .cache/models; skipped, and reported as skipped, otherwise, except in CI: fetched-models.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { compareDeep } from './compare.ts';
 import { cpuKernelFeatures, sameFeatures } from './cpu-features.ts';
 import type { GoldenCase, Goldens } from './goldens.ts';
 import { forPipeline, GOLDEN } from './parity-case.ts';
+import { missingWeights, whenFetched } from './fetched-models.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const INT8 = join(ROOT, 'models', 'all-MiniLM-L6-v2-int8');
@@ -222,9 +223,11 @@ describe('featureExtraction', forPipeline('featureExtraction'), () => {
       }
     }
 
-    it.skipIf(!fetched)(
+    whenFetched(fetched)(
       'cosine >= 0.9999 on every corpus text (needs npm run models:fetch)',
+      GOLDEN,
       async ({ task }) => {
+        if (!fetched) throw missingWeights('all-MiniLM-L6-v2 fp32 (or the corpus)');
         const { worst, maxAbsDiff } = await againstReference((golden) => ({
           normalize: true,
           maxLength: Number(golden.call.options['max_length'] ?? 256),
@@ -234,9 +237,12 @@ describe('featureExtraction', forPipeline('featureExtraction'), () => {
       },
     );
 
-    it.skipIf(!fetchedWithSentenceTransformers)(
+    whenFetched(fetchedWithSentenceTransformers)(
       "with no options at all, the folder's sentence-transformers files make it match encode() on long texts too (needs npm run models:fetch)",
+      GOLDEN,
       async ({ task }) => {
+        if (!fetchedWithSentenceTransformers)
+          throw missingWeights("all-MiniLM-L6-v2 fp32 with sentence-transformers' files");
         const { worst, maxAbsDiff, longTexts } = await againstReference(() => ({}));
         task.meta.maxAbsDiff = maxAbsDiff;
         // The reference corpus must hold texts that 512-token truncation would get wrong.

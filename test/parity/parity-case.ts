@@ -4,6 +4,7 @@
 import { expect, it, type TestOptions } from 'vitest';
 import { compareDeep } from './compare.ts';
 import type { GoldenCase } from './goldens.ts';
+import { referenceOf } from './reference.ts';
 import type {} from '../helpers/parity-meta.ts';
 
 /** Options for a pipeline's top-level describe: its tests count towards that pipeline. */
@@ -12,6 +13,14 @@ export const forPipeline = (pipeline: string): TestOptions => ({ meta: { pipelin
 export const GOLDEN: TestOptions = { meta: { parity: 'golden' } };
 /** Options for a test that repeats a golden another test checks (in a batch, interleaved). */
 export const RERUN: TestOptions = { meta: { parity: 'rerun' } };
+
+/**
+ * Options for a tokenizer golden: `tokenizer` names the tokenizer (its file's content), `golden`
+ * the case, so that models sharing one tokenizer and its goldens count once.
+ */
+export const tokenizerCase = (tokenizer: string, golden: unknown): TestOptions => ({
+  meta: { parity: 'tokenizer', tokenizer, reference: referenceOf(tokenizer, golden) },
+});
 
 export interface ParityOptions {
   tolerance?: number;
@@ -26,9 +35,12 @@ export function parityCase(
   actual: (golden: GoldenCase) => Promise<unknown>,
   options: ParityOptions = {},
 ): void {
+  // The reference is the Python call and output, not the case's name or task: the same golden
+  // fed to an alias or a second export of the same weights is one reference.
+  const reference = referenceOf(golden.call, golden.output);
   it(
     `${golden.name} (${golden.task})`,
-    options.rerun === true ? RERUN : GOLDEN,
+    { meta: { parity: options.rerun === true ? 'rerun' : 'golden', reference } },
     async ({ task }) => {
       const result = await actual(golden);
       const expected =

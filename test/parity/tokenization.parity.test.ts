@@ -1,9 +1,18 @@
 // Our tokenizer wrapper against Python's `tokenizer(text, text_pair, ...)` on every model's
 // tokenization goldens: ids, type ids, attention masks, tokens and character offsets.
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TextTokenizer, type TokenizedText } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { FIXTURES, modelPath, readGoldens, type TokenizationCase } from './goldens.ts';
+import { tokenizerCase } from './parity-case.ts';
+import { referenceOf } from './reference.ts';
+
+/** The tokenizer a model folder holds, by content: fixtures sharing one count as one. */
+function tokenizerOf(model: string): string {
+  const file = join(modelPath(model), 'tokenizer.json');
+  return existsSync(file) ? referenceOf(readFileSync(file, 'utf8')) : model;
+}
 
 const MODELS = readdirSync(FIXTURES, { withFileTypes: true })
   .filter((e) => e.isDirectory())
@@ -95,12 +104,13 @@ async function encodeLikePython(
   return result;
 }
 
-describe('tokenizer', { meta: { parity: 'tokenizer' } }, () => {
+describe('tokenizer', () => {
   for (const model of MODELS) {
     describe(model, () => {
+      const identity = tokenizerOf(model);
       // Chat-template cases belong to the text-generation tests.
       for (const golden of readGoldens(model).tokenization.filter((c) => 'text' in c.call)) {
-        it(golden.name, async () => {
+        it(golden.name, tokenizerCase(identity, [golden.call, golden.output]), async () => {
           const tokenizer = await TextTokenizer.load(modelPath(model));
           expect(await encodeLikePython(tokenizer, golden)).toEqual(golden.output);
         });

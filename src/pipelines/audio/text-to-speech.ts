@@ -278,9 +278,10 @@ export interface SpeechResult extends GenerationResult {
   samplingRate: number;
 }
 
-function speechTask(task: string): TaskDefinition {
+function speechTask(task: string, aliasOf?: string): TaskDefinition {
   return {
     task,
+    ...(aliasOf === undefined ? {} : { aliasOf }),
     execution: 'segment',
     optionsSchema: textToSpeechOptionsSchema,
     create: (model, options) =>
@@ -318,4 +319,4 @@ function speechTask(task: string): TaskDefinition {
 
 export const textToSpeechTask = speechTask('textToSpeech');
 /** Python's `text-to-audio`: the same pipeline under its other name. */
-export const textToAudioTask = speechTask('textToAudio');
+export const textToAudioTask = speechTask('textToAudio', 'textToSpeech');

@@ -21,6 +21,7 @@ function seq2seqTask(
 ): TaskDefinition {
   return {
     task,
+    ...(task === 'text2textGeneration' ? {} : { aliasOf: 'text2textGeneration' }),
     execution: 'cohort',
     optionsSchema,
     create: (model, options) =>
