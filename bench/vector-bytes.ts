@@ -5,15 +5,14 @@
 // record as written, and the field's size against plain JSON. Options: --texts N (default: all of
 // test/fixtures/corpus/sample.jsonl), --dimensions 384,128, --model <folder>. Ends with one JSON
 // line on stdout.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfigText } from '../src/config/load-config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { StreamWorker } from '../src/worker/stream-worker.ts';
+import { writeResultLine } from './lib/run-record.ts';
 
 const ENCODINGS = ['json', 'base64-f32', 'base64-f16', 'int8', 'binary'] as const;
 const CORPUS = 'test/fixtures/corpus/sample.jsonl';
@@ -87,61 +86,15 @@ routes:${routes.join('')}
       cell.vs_json = Math.round((cell.field / json) * 1000) / 1000;
     bytes[String(dimensions)] = row;
   }
-  process.stdout.write(
-    `${JSON.stringify({
-      bench: 'vector-bytes',
-      model: values.model,
-      texts,
-      input_record_bytes: inputBytes,
-      // Mean bytes per record: `field` is the embedding value as written, `record` the whole
-      // merged line (the input record plus `"embedding":...`), `vs_json` field against json's.
-      bytes_per_record: bytes,
-      run: runRecord(),
-    })}\n`,
-  );
+  writeResultLine({
+    bench: 'vector-bytes',
+    model: values.model,
+    texts,
+    input_record_bytes: inputBytes,
+    // Mean bytes per record: `field` is the embedding value as written, `record` the whole
+    // merged line (the input record plus `"embedding":...`), `vs_json` field against json's.
+    bytes_per_record: bytes,
+  });
 } finally {
   await rm(dir, { recursive: true, force: true });
-}
-
-/** The command, commit, machine (CPU model, cores, kernel instruction sets) and date of this run. */
-function runRecord(): Record<string, unknown> {
-  const git = (args: string[]): string => {
-    try {
-      return execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    } catch {
-      return '';
-    }
-  };
-  let cpuinfo = '';
-  try {
-    cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
-  } catch {
-    // Off Linux: the CPU model from os.cpus() and no flags.
-  }
-  const flags = new Set(
-    (
-      cpuinfo
-        .split('\n')
-        .find((l) => l.startsWith('flags'))
-        ?.split(':')[1] ?? ''
-    )
-      .trim()
-      .split(/\s+/),
-  );
-  const [, script, ...args] = process.argv;
-  return {
-    command: ['node', script === undefined ? '' : relative(process.cwd(), script), ...args].join(
-      ' ',
-    ),
-    commit: git(['rev-parse', 'HEAD']).trim() || 'unknown',
-    dirty: git(['status', '--porcelain', '--', '.', ':(exclude)bench/results']).trim() !== '',
-    machine: {
-      cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? cpus()[0]?.model ?? 'unknown',
-      cores: availableParallelism(),
-      isa: ['avx2', 'fma', 'avx512f', 'avx512bw', 'avx512_vnni', 'avx_vnni', 'amx_tile'].filter(
-        (isa) => flags.has(isa),
-      ),
-    },
-    date: new Date().toISOString(),
-  };
 }

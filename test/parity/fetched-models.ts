@@ -16,6 +16,6 @@ export const whenFetched = (fetched: boolean): ReturnType<typeof it.skipIf> =>
 export function missingWeights(what: string): Error {
   return new Error(
     `${what} is not in .cache/models, and this run requires the real weights (CI or ` +
-      'HUGOT_REQUIRE_FETCHED=1): run `npm run models:fetch -- --tests` first, as .ci/run does',
+      'HUGOT_REQUIRE_FETCHED=1): run `npm run models:ensure` (or `npm run models:fetch -- --tests`) first, as `npm test` does',
   );
 }
