@@ -46,12 +46,16 @@ export function buildCli(out: Write, err: Write = out): Command {
     .description('check a config file (fields, references, environment variables) and exit')
     .argument('<file>', 'YAML config file')
     .action(async (file: string) => {
-      const [{ loadConfigFile }, { checkConnections, describeConnections }] = await Promise.all([
-        import('../config/load-config.ts'),
-        import('../connectors/connection-checks.ts'),
-      ]);
+      const [{ loadConfigFile }, { checkConnections, describeConnections }, { checkModelFit }] =
+        await Promise.all([
+          import('../config/load-config.ts'),
+          import('../connectors/connection-checks.ts'),
+          import('../engine/model-fit.ts'),
+        ]);
       const config = await loadConfigFile(file);
       checkConnections(config);
+      // Folders exist, hold the graphs asked for and fit their tasks; no weight is loaded.
+      await checkModelFit(config.models, config.pipelines);
       out(
         `${file} is valid: ${Object.keys(config.models).length} model(s), ${Object.keys(config.pipelines).length} pipeline(s), ${config.routes.length} route(s), delivery ${config.delivery.mode}\n`,
       );

@@ -281,6 +281,7 @@ export interface SpeechResult extends GenerationResult {
 function speechTask(task: string): TaskDefinition {
   return {
     task,
+    needs: { tokenizer: true, graphs: 'encoderDecoder' },
     execution: 'segment',
     optionsSchema: textToSpeechOptionsSchema,
     create: (model, options) =>

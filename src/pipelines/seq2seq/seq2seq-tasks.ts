@@ -21,6 +21,7 @@ function seq2seqTask(
 ): TaskDefinition {
   return {
     task,
+    needs: { tokenizer: true, graphs: 'encoderDecoder' },
     execution: 'cohort',
     optionsSchema,
     create: (model, options) =>

@@ -113,6 +113,12 @@ function codePoints(text: string): number {
 }
 
 export const tokenClassificationTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    labels: true,
+    inputs: ['input_ids'],
+    outputs: [{ names: ['logits'], rank: 3, what: 'per-token logits [batch, tokens, labels]' }],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: tokenClassificationOptionsSchema,

@@ -4,7 +4,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chooseOnnxFiles } from '../../../src/pipelines/runtime/onnx-files.ts';
+import { chooseOnnxFiles } from '../../../src/models/onnx-layout.ts';
 
 let root: string;
 
@@ -61,7 +61,7 @@ describe('chooseOnnxFiles', () => {
   });
 
   it('asks for onnxFile when several files are not one split export', async () => {
-    const half = await folder('half', ['text_model.onnx', 'model_quantized.onnx']);
+    const half = await folder('half', ['text_model.onnx', 'audio_model.onnx']);
     const refused = chooseOnnxFiles(half, undefined);
     await expect(refused).rejects.toMatchObject({ name: 'ModelFolderError', field: 'onnxFile' });
     await expect(refused).rejects.toThrow(/not one split export .*vision_model \+ text_model/);
