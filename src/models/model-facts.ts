@@ -13,8 +13,13 @@ const exists = (path: string): Promise<boolean> =>
     () => false,
   );
 
-/** Whether config.json names its classes; a folder without config.json is refused. */
-async function declaresLabels(folder: string): Promise<boolean> {
+interface Declared {
+  labelCount: number | undefined;
+  vocabSize: number | undefined;
+}
+
+/** What config.json says of the classes and the vocabulary; a folder without one is refused. */
+async function readDeclared(folder: string): Promise<Declared> {
   const path = join(folder, 'config.json');
   const text = await readFile(path, 'utf8').catch((cause: unknown) => {
     throw new ModelFolderError(
@@ -28,14 +33,19 @@ async function declaresLabels(folder: string): Promise<boolean> {
   } catch (cause) {
     throw new ModelFolderError(`${path} is not valid JSON`, { cause, field: 'config.json' });
   }
-  const id2label = (config as { id2label?: unknown } | null)?.id2label;
-  return id2label !== null && typeof id2label === 'object' && Object.keys(id2label).length > 0;
+  const { id2label, vocab_size: vocab } = (config ?? {}) as Record<string, unknown>;
+  const labels =
+    id2label !== null && typeof id2label === 'object' ? Object.keys(id2label).length : 0;
+  return {
+    labelCount: labels > 0 ? labels : undefined,
+    vocabSize: typeof vocab === 'number' ? vocab : undefined,
+  };
 }
 
 export async function readModelFacts(folder: string, choice: OnnxChoice = {}): Promise<ModelFacts> {
   const onnx = await chooseOnnxFiles(folder, choice);
-  const [hasLabels, hasTokenizer, hasPreprocessor, signatures] = await Promise.all([
-    declaresLabels(folder),
+  const [declared, hasTokenizer, hasPreprocessor, signatures] = await Promise.all([
+    readDeclared(folder),
     exists(join(folder, 'tokenizer.json')),
     exists(join(folder, 'preprocessor_config.json')),
     Promise.all([...onnx.graphs.values()].map((path) => readOnnxSignature(path))),
@@ -45,5 +55,12 @@ export async function readModelFacts(folder: string, choice: OnnxChoice = {}): P
     names.map((name, i) => [name, signatures[i] as OnnxSignature]),
   );
   const main = names.find((name) => onnx.graphs.get(name) === onnx.main) ?? basename(onnx.main);
-  return { hasTokenizer, hasPreprocessor, hasLabels, graphs, main };
+  return {
+    hasTokenizer,
+    hasPreprocessor,
+    hasLabels: declared.labelCount !== undefined,
+    ...declared,
+    graphs,
+    main,
+  };
 }

@@ -14,6 +14,11 @@ export interface OutputNeed {
   readonly rank?: number;
   /** What it is, for the message: `per-token logits [batch, tokens, labels]`. */
   readonly what: string;
+  /**
+   * Its last dimension is config.json's vocab_size (a language-model head) or the number of
+   * id2label's classes, where the file fixes both: a token classifier's logits are rank 3 too.
+   */
+  readonly width?: 'vocab' | 'labels';
 }
 
 /** An input the task feeds in a shape of its own (TAPAS's token_type_ids [batch, tokens, 7]). */
@@ -46,6 +51,9 @@ export interface ModelFacts {
   hasTokenizer: boolean;
   hasPreprocessor: boolean;
   hasLabels: boolean;
+  /** config.json's vocab_size and the number of id2label's classes, where it declares them. */
+  vocabSize: number | undefined;
+  labelCount: number | undefined;
   /** Each loaded graph's signature, by graph name. */
   graphs: ReadonlyMap<string, OnnxSignature>;
   /** The main graph's name. */
@@ -100,23 +108,37 @@ export function misfits(needs: ModelNeeds, facts: ModelFacts): string[] {
       `it is not a decoder with a KV cache (no past_key_values.* inputs; inputs: ${inputs.join(', ')})`,
     );
   for (const need of needs.outputs ?? []) {
-    const problem = outputProblem(need, main.outputs);
+    const problem = outputProblem(need, main.outputs, facts);
     if (problem !== undefined) missing.push(problem);
   }
   return missing;
 }
 
-function outputProblem(need: OutputNeed, outputs: readonly OnnxValue[]): string | undefined {
+function outputProblem(
+  need: OutputNeed,
+  outputs: readonly OnnxValue[],
+  facts: ModelFacts,
+): string | undefined {
   const named = need.names
     .map((name) => outputs.find((o) => o.name === name))
     .find((o) => o !== undefined);
   const read = named ?? (need.orFirst === true ? outputs[0] : undefined);
   const listed = outputs.map((o) => o.name).join(', ') || 'none';
   if (read !== undefined && (need.rank === undefined || !hasOtherRank(read, need.rank)))
-    return undefined;
+    return widthProblem(need, read, facts);
   if (named === undefined)
     return `its outputs have no ${need.names.join(' or ')} (${need.what}; outputs: ${listed})`;
   return `its output ${named.name} has rank ${named.shape?.length ?? '?'} [${shapeText(named)}], not ${need.rank} (${need.what})`;
+}
+
+function widthProblem(need: OutputNeed, value: OnnxValue, facts: ModelFacts): string | undefined {
+  if (need.width === undefined) return undefined;
+  const last = value.shape?.[value.shape.length - 1];
+  const expected = need.width === 'vocab' ? facts.vocabSize : facts.labelCount;
+  if (typeof last !== 'number' || expected === undefined || last === expected) return undefined;
+  const declared =
+    need.width === 'vocab' ? `config.json's vocab_size ${expected}` : `its ${expected} labels`;
+  return `its output ${value.name} [${shapeText(value)}] is ${last} wide, not ${declared} (${need.what})`;
 }
 
 /** False where the file does not declare the shape: the check then gives it the benefit. */

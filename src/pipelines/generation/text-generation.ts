@@ -282,7 +282,14 @@ export const textGenerationTask: TaskDefinition = {
   needs: {
     tokenizer: true,
     cache: true,
-    outputs: [{ names: ['logits'], rank: 3, what: 'a language-model head [batch, tokens, vocab]' }],
+    outputs: [
+      {
+        names: ['logits'],
+        rank: 3,
+        what: 'a language-model head [batch, tokens, vocab]',
+        width: 'vocab',
+      },
+    ],
   },
   task: TASK,
   execution: 'decoderOnly',

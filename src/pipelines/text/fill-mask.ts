@@ -186,7 +186,14 @@ export const fillMaskTask: TaskDefinition = {
   needs: {
     tokenizer: true,
     inputs: ['input_ids'],
-    outputs: [{ names: ['logits'], rank: 3, what: 'a masked-LM head [batch, tokens, vocab]' }],
+    outputs: [
+      {
+        names: ['logits'],
+        rank: 3,
+        what: 'a masked-LM head [batch, tokens, vocab]',
+        width: 'vocab',
+      },
+    ],
   },
   task: TASK,
   execution: 'batch',

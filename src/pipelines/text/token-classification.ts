@@ -117,7 +117,14 @@ export const tokenClassificationTask: TaskDefinition = {
     tokenizer: true,
     labels: true,
     inputs: ['input_ids'],
-    outputs: [{ names: ['logits'], rank: 3, what: 'per-token logits [batch, tokens, labels]' }],
+    outputs: [
+      {
+        names: ['logits'],
+        rank: 3,
+        what: 'per-token logits [batch, tokens, labels]',
+        width: 'labels',
+      },
+    ],
   },
   task: TASK,
   execution: 'batch',

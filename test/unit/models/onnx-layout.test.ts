@@ -4,7 +4,11 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chooseOnnxFiles } from '../../../src/models/onnx-layout.ts';
+import {
+  chooseOnnxFiles,
+  listGraphFiles,
+  parseGraphFile,
+} from '../../../src/models/onnx-layout.ts';
 
 let root: string;
 
@@ -85,5 +89,130 @@ describe('chooseOnnxFiles', () => {
       'decoder_postnet_and_vocoder',
     ]);
     expect(files.main).toBe(join(tts, 'encoder_model.onnx'));
+  });
+});
+
+/** Files at paths inside the folder (onnx/ created as needed), each holding `bytes` bytes. */
+async function layout(name: string, files: Record<string, number>): Promise<string> {
+  const path = join(root, name);
+  for (const [file, bytes] of Object.entries(files)) {
+    await mkdir(join(path, file, '..'), { recursive: true });
+    await writeFile(join(path, file), Buffer.alloc(bytes));
+  }
+  return path;
+}
+
+describe('published layouts', () => {
+  it('reads a variant suffix after the longest graph name', () => {
+    expect(parseGraphFile('decoder_model_merged_q4f16')).toEqual({
+      graph: 'decoder_model_merged',
+      variant: 'q4f16',
+    });
+    expect(parseGraphFile('decoder_model_quantized')).toEqual({
+      graph: 'decoder_model',
+      variant: 'quantized',
+    });
+    expect(parseGraphFile('model_qint8_avx512')).toEqual({
+      graph: 'model',
+      variant: 'qint8_avx512',
+    });
+    expect(parseGraphFile('custom_graph')).toEqual({ graph: 'custom_graph', variant: 'fp32' });
+  });
+
+  it("loads transformers.js's onnx/ folder: fp32 by default, any variant by name", async () => {
+    const repo = await layout('transformers-js', {
+      'onnx/model.onnx': 10,
+      'onnx/model_fp16.onnx': 5,
+      'onnx/model_quantized.onnx': 3,
+      'onnx/model_q4.onnx': 2,
+    });
+    const fp32 = await chooseOnnxFiles(repo, {});
+    expect(fp32.main).toBe(join(repo, 'onnx', 'model.onnx'));
+    expect(fp32.variant).toBe('fp32');
+    const q4 = await chooseOnnxFiles(repo, { variant: 'q4' });
+    expect(q4.main).toBe(join(repo, 'onnx', 'model_q4.onnx'));
+    expect(names(q4)).toEqual(['model']);
+    const absent = chooseOnnxFiles(repo, { variant: 'bnb4' });
+    await expect(absent).rejects.toMatchObject({ name: 'ModelFolderError', field: 'variant' });
+    await expect(absent).rejects.toThrow(/no bnb4 variant; variants there: fp32, fp16, q4, quantized/);
+  });
+
+  it('takes the only variant there is, and asks when there are several and no fp32', async () => {
+    const only = await layout('only-quantized', { 'onnx/model_quantized.onnx': 4 });
+    expect((await chooseOnnxFiles(only, {})).variant).toBe('quantized');
+    const two = await layout('two-variants', {
+      'onnx/model_fp16.onnx': 4,
+      'onnx/model_int8.onnx': 4,
+    });
+    const refused = chooseOnnxFiles(two, {});
+    await expect(refused).rejects.toMatchObject({ field: 'variant' });
+    await expect(refused).rejects.toThrow(/several variants \(fp16, int8\).*choose one with variant/);
+  });
+
+  it('loads one variant of a multi-file encoder–decoder set under onnx/, named by graph', async () => {
+    const files: Record<string, number> = {};
+    for (const graph of ['encoder_model', 'decoder_model', 'decoder_with_past_model', 'decoder_model_merged'])
+      for (const suffix of ['', '_quantized', '_fp16']) files[`onnx/${graph}${suffix}.onnx`] = 1;
+    const repo = await layout('seq2seq-js', files);
+    const quantized = await chooseOnnxFiles(repo, { variant: 'quantized' });
+    expect(names(quantized)).toEqual(['encoder_model', 'decoder_model_merged']);
+    expect(quantized.graphs.get('decoder_model_merged')).toBe(
+      join(repo, 'onnx', 'decoder_model_merged_quantized.onnx'),
+    );
+    expect(quantized.main).toBe(join(repo, 'onnx', 'encoder_model_quantized.onnx'));
+    expect([...(await chooseOnnxFiles(repo, {})).graphs.values()]).toEqual([
+      join(repo, 'onnx', 'encoder_model.onnx'),
+      join(repo, 'onnx', 'decoder_model_merged.onnx'),
+    ]);
+  });
+
+  it("loads sentence-transformers' onnx/ folder, whose other files are optimisation levels", async () => {
+    const repo = await layout('sentence-transformers', {
+      'model.safetensors': 8,
+      'onnx/model.onnx': 8,
+      'onnx/model_O3.onnx': 8,
+      'onnx/model_qint8_avx512.onnx': 2,
+    });
+    expect((await chooseOnnxFiles(repo, {})).main).toBe(join(repo, 'onnx', 'model.onnx'));
+    // A suffix that is not a variant name is reached by its path.
+    const o3 = await chooseOnnxFiles(repo, { onnxFile: 'onnx/model_O3.onnx' });
+    expect(o3).toMatchObject({ main: join(repo, 'onnx', 'model_O3.onnx'), variant: 'O3' });
+  });
+
+  it('takes onnxFile anywhere inside the folder, and nowhere outside it', async () => {
+    const repo = await layout('anywhere', { 'model.onnx': 1, 'merged/decoder_model_merged.onnx': 1 });
+    const merged = await chooseOnnxFiles(repo, { onnxFile: 'merged/decoder_model_merged.onnx' });
+    expect(names(merged)).toEqual(['decoder_model_merged']);
+    await expect(chooseOnnxFiles(repo, { onnxFile: '../transformers-js/onnx/model.onnx' })).rejects.toThrow(
+      /outside the model folder/,
+    );
+    await expect(chooseOnnxFiles(repo, { onnxFile: 'onnx/missing.onnx' })).rejects.toThrow(
+      /has no onnx\/missing\.onnx; \.onnx files there: model\.onnx$/,
+    );
+    await expect(
+      chooseOnnxFiles(repo, { onnxFile: 'model.onnx', variant: 'fp16' }),
+    ).rejects.toMatchObject({ field: 'variant' });
+  });
+
+  it('refuses the same graph in the folder and in onnx/, naming both', async () => {
+    const repo = await layout('both-places', { 'model.onnx': 1, 'onnx/model.onnx': 1 });
+    await expect(chooseOnnxFiles(repo, {})).rejects.toThrow(
+      /has model twice \(model\.onnx and onnx\/model\.onnx\); choose one with onnxFile/,
+    );
+  });
+
+  it('counts external data files in a graph size', async () => {
+    const repo = await layout('external', {
+      'onnx/model.onnx': 100,
+      'onnx/model.onnx_data': 5000,
+      'onnx/model_fp16.onnx': 50,
+      'onnx/model_fp16.onnx_data': 2500,
+      'onnx/model_fp16.onnx_data_1': 10,
+    });
+    const files = await listGraphFiles(repo);
+    expect(files.map((f) => [f.file, f.bytes, f.externalData])).toEqual([
+      ['onnx/model.onnx', 5100, ['onnx/model.onnx_data']],
+      ['onnx/model_fp16.onnx', 2560, ['onnx/model_fp16.onnx_data', 'onnx/model_fp16.onnx_data_1']],
+    ]);
   });
 });
