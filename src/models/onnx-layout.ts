@@ -137,9 +137,8 @@ export async function listGraphFiles(folder: string): Promise<OnnxGraphFile[]> {
 /** The graphs a model loads: the file onnxFile names, or one variant's set (see the header). */
 export async function chooseOnnxFiles(
   folder: string,
-  choice: OnnxChoice | string | undefined = {},
+  { onnxFile, variant }: OnnxChoice = {},
 ): Promise<OnnxFiles> {
-  const { onnxFile, variant } = typeof choice === 'string' ? { onnxFile: choice } : (choice ?? {});
   const files = await listGraphFiles(folder);
   if (onnxFile !== undefined) return await requestedFile(folder, onnxFile, variant, files);
   const variants = [...new Set(files.map((f) => f.variant))];

@@ -33,7 +33,7 @@ const names = (files: Awaited<ReturnType<typeof chooseOnnxFiles>>): string[] => 
 describe('chooseOnnxFiles', () => {
   it('loads every graph of a split export, the first named as Optimum orders them as main', async () => {
     const clip = await folder('clip', ['text_model.onnx', 'vision_model.onnx', 'config.json']);
-    const files = await chooseOnnxFiles(clip, undefined);
+    const files = await chooseOnnxFiles(clip);
     expect(names(files)).toEqual(['vision_model', 'text_model']);
     expect(files.main).toBe(join(clip, 'vision_model.onnx'));
     const sam = await folder('sam', [
@@ -41,7 +41,7 @@ describe('chooseOnnxFiles', () => {
       'vision_encoder.onnx',
       'vision_encoder_quantized.onnx',
     ]);
-    expect(names(await chooseOnnxFiles(sam, undefined))).toEqual([
+    expect(names(await chooseOnnxFiles(sam))).toEqual([
       'vision_encoder',
       'prompt_encoder_mask_decoder',
     ]);
@@ -53,23 +53,23 @@ describe('chooseOnnxFiles', () => {
       'embed_tokens.onnx',
       'decoder_model_merged.onnx',
     ]);
-    const files = await chooseOnnxFiles(vlm, undefined);
+    const files = await chooseOnnxFiles(vlm);
     expect(names(files)).toEqual(['decoder_model_merged', 'embed_tokens', 'vision_encoder']);
     expect(files.main).toBe(join(vlm, 'decoder_model_merged.onnx'));
   });
 
   it('prefers model.onnx, and takes the one file asked for, alone', async () => {
     const both = await folder('both', ['model.onnx', 'text_model.onnx', 'vision_model.onnx']);
-    expect(names(await chooseOnnxFiles(both, undefined))).toEqual(['model']);
-    expect(names(await chooseOnnxFiles(both, 'text_model.onnx'))).toEqual(['text_model']);
+    expect(names(await chooseOnnxFiles(both))).toEqual(['model']);
+    expect(names(await chooseOnnxFiles(both, { onnxFile: 'text_model.onnx' }))).toEqual(['text_model']);
   });
 
   it('asks for onnxFile when several files are not one split export', async () => {
     const half = await folder('half', ['text_model.onnx', 'audio_model.onnx']);
-    const refused = chooseOnnxFiles(half, undefined);
+    const refused = chooseOnnxFiles(half);
     await expect(refused).rejects.toMatchObject({ name: 'ModelFolderError', field: 'onnxFile' });
     await expect(refused).rejects.toThrow(/not one split export .*vision_model \+ text_model/);
-    await expect(chooseOnnxFiles(join(root, 'missing'), undefined)).rejects.toMatchObject({
+    await expect(chooseOnnxFiles(join(root, 'missing'))).rejects.toMatchObject({
       field: 'path',
     });
   });
@@ -81,7 +81,7 @@ describe('chooseOnnxFiles', () => {
       'decoder_with_past_model.onnx',
       'encoder_model.onnx',
     ]);
-    const files = await chooseOnnxFiles(tts, undefined);
+    const files = await chooseOnnxFiles(tts);
     expect(names(files)).toEqual([
       'encoder_model',
       'decoder_model',
