@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCli } from '../../../src/cli/main.ts';
+import { parseConfigText } from '../../../src/config/load-config.ts';
 import { ConfigError } from '../../../src/errors.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -103,6 +104,29 @@ describe('validate-config and the models', () => {
     expect(err.message).toMatch(
       /models\.minilm\.variant: .*has no q4 variant; variants there: fp32/,
     );
+  });
+
+  it('refuses a variant name that is not one, and onnxFile with variant', () => {
+    const refused = (model: string): string => {
+      const text = config(
+        model,
+        '  embed: { task: featureExtraction, model: minilm }',
+        route('embed'),
+      );
+      try {
+        parseConfigText(text, {});
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    expect(refused(`  minilm: { path: ${MINILM}, variant: q8 }`)).toMatch(
+      /models\.minilm\.variant: 'q8' is not allowed; did you mean 'q4'\?/,
+    );
+    expect(
+      refused(`  minilm: { path: ${MINILM}, variant: fp16, onnxFile: onnx/model_fp16.onnx }`),
+    ).toMatch(/models\.minilm\.variant: onnxFile and variant both choose the graph; keep one/);
   });
 
   it('exits 2 naming the model, the task and what is missing for a misfit', async () => {
