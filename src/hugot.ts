@@ -8,7 +8,8 @@ import {
   type ModelStoreOptions,
 } from './pipelines/runtime/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
-import { createPipeline } from './pipelines/registry.ts';
+import { checkModelFits } from './models/model-fit.ts';
+import { createPipeline, taskDefinition } from './pipelines/registry.ts';
 
 export interface PipelineSpec {
   task: string;
@@ -51,6 +52,11 @@ export class Hugot {
         },
       );
     }
+    // Before the weights load: a model that does not fit the task would run and write nonsense.
+    await checkModelFits(spec.model, spec.task, taskDefinition(spec.task).needs, modelSpec.path, {
+      onnxFile: modelSpec.onnxFile,
+      variant: modelSpec.variant,
+    });
     const model = await this.store.load(modelSpec);
     const pipeline = createPipeline(spec.task, model, spec.options);
     await pipeline.ready?.();

@@ -46,12 +46,16 @@ export function buildCli(out: Write, err: Write = out): Command {
     .description('check a config file (fields, references, environment variables) and exit')
     .argument('<file>', 'YAML config file')
     .action(async (file: string) => {
-      const [{ loadConfigFile }, { checkConnections, describeConnections }] = await Promise.all([
-        import('../config/load-config.ts'),
-        import('../connectors/connection-checks.ts'),
-      ]);
+      const [{ loadConfigFile }, { checkConnections, describeConnections }, { checkModelFit }] =
+        await Promise.all([
+          import('../config/load-config.ts'),
+          import('../connectors/connection-checks.ts'),
+          import('../engine/model-fit.ts'),
+        ]);
       const config = await loadConfigFile(file);
       checkConnections(config);
+      // Folders exist, hold the graphs asked for and fit their tasks; no weight is loaded.
+      await checkModelFit(config.models, config.pipelines);
       out(
         `${file} is valid: ${Object.keys(config.models).length} model(s), ${Object.keys(config.pipelines).length} pipeline(s), ${config.routes.length} route(s), delivery ${config.delivery.mode}\n`,
       );
@@ -61,19 +65,20 @@ export function buildCli(out: Write, err: Write = out): Command {
   const models = program.command('models').description('inspect model folders');
   models
     .command('list')
-    .description('list Optimum-style model folders with their ONNX files and labels')
+    .description(
+      'list model folders: their ONNX graphs in each variant with sizes, labels, the tasks they fit, and which are test fixtures',
+    )
     .argument('[roots...]', 'folders to search', DEFAULT_MODEL_ROOTS)
     .action(async (roots: string[]) => {
-      const { findModelFolders } = await import('../models/model-folder.ts');
-      const found = await findModelFolders(roots);
+      const [{ describeModelFolder, findModelFolders }, { TASK_NAMES, taskDefinition }] =
+        await Promise.all([
+          import('../models/model-folder.ts'),
+          import('../pipelines/registry.ts'),
+        ]);
+      const tasks = new Map(TASK_NAMES.map((task) => [task, taskDefinition(task).needs]));
+      const found = await findModelFolders(roots, tasks);
       if (found.length === 0) out(`no model folders under ${roots.join(', ')}\n`);
-      for (const m of found) {
-        const labels = m.labels.length > 0 ? ` labels=${m.labels.length}` : '';
-        const tokenizer = m.hasTokenizer ? '' : ' (no tokenizer.json)';
-        out(
-          `${m.path}  ${m.modelType}  ${m.onnxFiles.join(',') || '(no .onnx)'}${labels}${tokenizer}\n`,
-        );
-      }
+      for (const m of found) out(`${describeModelFolder(m).join('\n')}\n`);
     });
 
   return program;

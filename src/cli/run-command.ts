@@ -10,6 +10,7 @@ import { showProgress } from './progress-bar.ts';
 import { StartupTimeoutError } from '../errors.ts';
 import { startupDependencies } from '../worker/startup-dependencies.ts';
 import { compileWorkerPlan } from '../worker/worker-plan.ts';
+import { checkModelFit } from '../engine/model-fit.ts';
 import { waitForDependencies } from '../worker/startup-wait.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
@@ -25,6 +26,8 @@ export async function runWorker(
   const started = performance.now();
   // Secrets are read here, once, before anything listens or connects: a mistake is a ConfigError.
   const plan = compileWorkerPlan(config, logger);
+  // Before waiting for brokers: a missing folder or a model that does not fit is found at once.
+  await checkModelFit(plan.models, config.pipelines);
   // Listened for before the worker starts: a source can be writing (and a deployment can send
   // SIGTERM) while start() still waits on a slower route, and Node's default action would kill
   // the process mid-write. A signal during start() stops the worker as soon as it is up.

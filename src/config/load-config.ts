@@ -187,6 +187,18 @@ function referenceProblems(config: WorkerConfig): ConfigProblem[] {
       problem(missingModel(field, pipeline.model), { field });
     }
   }
+  // Logs, metrics and health name a route by its name, so two routes may not share one.
+  const named = new Map<string, number>();
+  config.routes.forEach((route, i) => {
+    if (route.name === undefined) return;
+    const first = named.get(route.name);
+    if (first === undefined) named.set(route.name, i);
+    else
+      problem(
+        `routes.${i}.name: '${route.name}' is already the name of routes.${first}; give each route its own name`,
+        { field: `routes.${i}.name` },
+      );
+  });
   config.routes.forEach((route, i) => {
     const at = `routes.${i}`;
     if (config.pipelines[route.pipeline] === undefined) {

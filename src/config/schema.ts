@@ -10,6 +10,7 @@ import {
   isGenerativeTask,
   unknownTaskMessage,
 } from '../pipelines/registry.ts';
+import { ONNX_VARIANTS } from '../models/onnx-layout.ts';
 import { runtimeOptionsSchema } from '../runtime/runtime-options.ts';
 import { shardSchema } from '../shards/shard-spec.ts';
 import { DEFAULT_SHARDS } from '../shards/device-name.ts';
@@ -26,10 +27,17 @@ const name = z.string().min(1);
 const modelSchema = z
   .object({
     path: name,
-    onnxFile: z.string().optional(),
+    /** One .onnx file by its path inside the folder (onnx/model_q4.onnx); a graph alone. */
+    onnxFile: z.string().min(1).optional(),
+    /** Which variant of the folder's graphs (model_fp16.onnx: fp16); default fp32, or the only one. */
+    variant: z.enum(ONNX_VARIANTS).optional(),
     runtime: runtimeOptionsSchema.partial().optional(),
   })
-  .strict();
+  .strict()
+  .refine((m) => m.onnxFile === undefined || m.variant === undefined, {
+    path: ['variant'],
+    message: 'onnxFile and variant both choose the graph; keep one',
+  });
 
 /** Batching as written: a pipeline's is merged over the worker's before it is compiled. */
 const batchingSchema = checkedAsWritten(batcherOptionsSchema);

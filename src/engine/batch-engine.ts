@@ -10,6 +10,7 @@ import { readModelConfig } from '../pipelines/runtime/model-config.ts';
 import { findTask } from '../pipelines/registry.ts';
 import { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
 import { Shard } from '../shards/shard.ts';
+import { checkModelFit } from './model-fit.ts';
 import { compileEnginePlan, type EngineOptions, type EnginePlan } from './engine-plan.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext, type InputCost } from './input-cost.ts';
@@ -63,7 +64,9 @@ export class BatchEngine {
   /** Checks and compiles the options, then starts from them (startFromPlan). */
   static async start(options: BatchEngineOptions): Promise<BatchEngine> {
     const { logger, workerFile } = options;
-    return await BatchEngine.startFromPlan(compileEnginePlan(options), {
+    const plan = compileEnginePlan(options);
+    await checkModelFit(options.models, options.pipelines);
+    return await BatchEngine.startFromPlan(plan, {
       ...(logger !== undefined ? { logger } : {}),
       ...(workerFile !== undefined ? { workerFile } : {}),
     });

@@ -5,6 +5,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../errors.ts';
 import { ModelStore } from '../pipelines/runtime/model-store.ts';
+import { checkModelFits } from '../models/model-fit.ts';
+import { taskDefinition } from '../pipelines/registry.ts';
 import { createLoop } from './create-loop.ts';
 import type { FromWorker, GenerationWorkerSetup, SequenceEvent, ToWorker } from './protocol.ts';
 import type { StepLoop } from './step-loop.ts';
@@ -83,6 +85,11 @@ async function run(target: StepLoop): Promise<void> {
 
 try {
   const store = new ModelStore();
+  const { path, onnxFile, variant } = setup.model;
+  await checkModelFits(path, setup.task, taskDefinition(setup.task).needs, path, {
+    onnxFile,
+    variant,
+  });
   const model = await store.load(setup.model);
   loop = await createLoop(model, setup);
   post({ kind: 'ready' });

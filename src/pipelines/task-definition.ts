@@ -3,6 +3,7 @@
 // (registry.ts) lists the definitions; the config schema, the route's input check, the engine's
 // batch pricing and the pipeline factory all look tasks up there.
 import type { z } from 'zod';
+import type { ModelNeeds, OutputNeed } from '../models/task-fit.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 
@@ -79,6 +80,12 @@ export interface TaskDefinition {
   readonly inputSchema: (input: unknown, check: InputCheck) => void;
   /** What a route reads the input as (InputKind). */
   readonly inputKind: InputKind;
+  /**
+   * What the model folder must declare for this task (files, id2label, the main graph's inputs
+   * and outputs, which graphs): checked at start-up and by validate-config, so a model that does
+   * not fit is a ConfigError before anything runs (src/models/task-fit.ts).
+   */
+  readonly needs: ModelNeeds;
   /** Which engine may run the pipeline, and with which step loop (ExecutionKind). */
   readonly execution: ExecutionKind;
   /** How much of a batch an input takes; asked only of models with a tokenizer. */
@@ -112,6 +119,17 @@ export interface TaskDefinition {
     folder: string,
   ) => Promise<Record<string, unknown>>;
 }
+
+/** The model's `logits` (else its first output, as logitsOf reads it) of this rank. */
+export function logitsNeed(rank: number, what: string): OutputNeed {
+  return { names: ['logits'], orFirst: true, rank, what };
+}
+
+/** Question answering's two outputs, read by name. */
+export const SPAN_LOGITS: readonly OutputNeed[] = [
+  { names: ['start_logits'], rank: 2, what: 'answer start logits [batch, tokens]' },
+  { names: ['end_logits'], rank: 2, what: 'answer end logits [batch, tokens]' },
+];
 
 /** An input that takes one row of one token: no tokenizer, or a shape the pipeline will refuse. */
 export const UNIT_COST: InputCost = { tokens: 1, rows: 1 };

@@ -15,6 +15,7 @@ import { createSink, sinkConnects } from '../connectors/create-sink.ts';
 import type { Sink } from '../route/sink.ts';
 import { startGenerativeEngines } from './generative-engines.ts';
 import { compileWorkerPlan, type WorkerPlan } from './worker-plan.ts';
+import { checkModelFit } from '../engine/model-fit.ts';
 import { RecordProcessor, type Submit } from '../route/processor.ts';
 import type { RouteRunner } from '../route/route-runner.ts';
 import type { RouteProgress } from '../telemetry/progress.ts';
@@ -62,7 +63,9 @@ export class StreamWorker {
 
   /** Compiles the config into its plan and starts from it. */
   static async start(config: WorkerConfig, options: StreamWorkerOptions): Promise<StreamWorker> {
-    return await StreamWorker.fromPlan(compileWorkerPlan(config, options.logger), options);
+    const plan = compileWorkerPlan(config, options.logger);
+    await checkModelFit(plan.models, config.pipelines);
+    return await StreamWorker.fromPlan(plan, options);
   }
 
   static async fromPlan(plan: WorkerPlan, options: StreamWorkerOptions): Promise<StreamWorker> {

@@ -45,6 +45,7 @@ export function compileWorkerPlan(
     models[alias] = {
       path: model.path,
       ...(model.onnxFile !== undefined ? { onnxFile: model.onnxFile } : {}),
+      ...(model.variant !== undefined ? { variant: model.variant } : {}),
       ...(model.runtime !== undefined ? { runtime: model.runtime } : {}),
     };
   }

@@ -18,6 +18,7 @@ import {
 } from '../runtime/label-scores.ts';
 import { row } from '../runtime/tensors.ts';
 import type { TaskDefinition } from '../task-definition.ts';
+import { logitsNeed } from '../task-definition.ts';
 import { audioInput } from './audio-task.ts';
 import { decodeAudio, mixdown, type AudioInput } from './audio-decode.ts';
 import { resample } from './resample.ts';
@@ -165,6 +166,11 @@ export class AudioClassificationPipeline extends BasePipeline<
 }
 
 export const audioClassificationTask: TaskDefinition = {
+  needs: {
+    preprocessor: true,
+    labels: true,
+    outputs: [logitsNeed(2, 'class logits [batch, labels]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: audioClassificationOptionsSchema,

@@ -388,6 +388,7 @@ export interface TranscriptResult extends GenerationResult {
 }
 
 export const automaticSpeechRecognitionTask: TaskDefinition = {
+  needs: { tokenizer: true, preprocessor: true, graphs: 'encoderDecoder' },
   task: TASK,
   execution: 'segment',
   optionsSchema: speechRecognitionOptionsSchema,

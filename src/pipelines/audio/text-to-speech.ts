@@ -282,6 +282,7 @@ function speechTask(task: string, aliasOf?: string): TaskDefinition {
   return {
     task,
     ...(aliasOf === undefined ? {} : { aliasOf }),
+    needs: { tokenizer: true, graphs: 'encoderDecoder' },
     execution: 'segment',
     optionsSchema: textToSpeechOptionsSchema,
     create: (model, options) =>

@@ -279,6 +279,18 @@ function toTools(value: unknown, field: string): ToolSpec[] {
 }
 
 export const textGenerationTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    cache: true,
+    outputs: [
+      {
+        names: ['logits'],
+        rank: 3,
+        what: 'a language-model head [batch, tokens, vocab]',
+        width: 'vocab',
+      },
+    ],
+  },
   task: TASK,
   execution: 'decoderOnly',
   optionsSchema: generationOptionsSchema,

@@ -17,6 +17,7 @@ import {
   type InputCheck,
   type InputCost,
   type TaskDefinition,
+  SPAN_LOGITS,
 } from '../task-definition.ts';
 import { bestSpans } from '../text/qa-spans.ts';
 import { contextWindows } from '../text/qa-windows.ts';
@@ -209,6 +210,7 @@ function documentCost(input: Record<string, unknown>): { question: string; words
 }
 
 export const documentQuestionAnsweringTask: TaskDefinition = {
+  needs: { tokenizer: true, inputs: ['bbox'], outputs: SPAN_LOGITS },
   task: TASK,
   execution: 'batch',
   optionsSchema: documentQuestionAnsweringOptionsSchema,

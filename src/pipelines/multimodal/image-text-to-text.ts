@@ -327,6 +327,12 @@ function toPart(value: unknown, field: string): ContentPart {
 }
 
 export const imageTextToTextTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    preprocessor: true,
+    graphs: [['decoder_model_merged', 'embed_tokens', 'vision_encoder']],
+    cache: true,
+  },
   task: TASK,
   execution: 'cohort',
   optionsSchema: imageTextToTextOptionsSchema,

@@ -171,6 +171,7 @@ export class ImageToTextPipeline
 }
 
 export const imageToTextTask: TaskDefinition = {
+  needs: { tokenizer: true, preprocessor: true, graphs: 'encoderDecoder' },
   task: TASK,
   execution: 'cohort',
   optionsSchema: imageToTextOptionsSchema,

@@ -248,6 +248,15 @@ function aggregationOf(model: LoadedModel): Aggregation | undefined {
 }
 
 export const tableQuestionAnsweringTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    inputs: [
+      'input_ids',
+      'attention_mask',
+      { name: 'token_type_ids', rank: 3, what: "TAPAS's seven token type ids [batch, tokens, 7]" },
+    ],
+    outputs: [{ names: ['logits'], rank: 2, what: 'cell selection logits [batch, tokens]' }],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: tableQuestionAnsweringOptionsSchema,

@@ -9,7 +9,13 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { logitsOf, rankLabels } from '../runtime/label-scores.ts';
 import { row, textFeeds } from '../runtime/tensors.ts';
 import type { TokenizedText } from '../runtime/text-tokenizer.ts';
-import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
+import {
+  isObject,
+  UNIT_COST,
+  type InputCheck,
+  type TaskDefinition,
+  logitsNeed,
+} from '../task-definition.ts';
 import { imageFeeds, sameSizeGroups, type PreparedImage } from '../vision/image-batch.ts';
 import { decodeImage, type ImageInput } from '../vision/image-decode.ts';
 import { preprocessImage } from '../vision/image-preprocess.ts';
@@ -123,6 +129,12 @@ function toExample(input: unknown, index: number): VisualQuestionAnsweringInput 
 }
 
 export const visualQuestionAnsweringTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    preprocessor: true,
+    labels: true,
+    outputs: [logitsNeed(2, 'answer logits [batch, answers]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: visualQuestionAnsweringOptionsSchema,

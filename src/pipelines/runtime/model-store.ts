@@ -1,7 +1,8 @@
 // Loads Optimum-style model folders: one ONNX session per (file, runtime options), shared by
 // every pipeline that uses it, plus the tokenizer and config beside it. A folder holds one model
 // (model.onnx, or the file onnxFile names) or, in Optimum's encoder–decoder layout, several:
-// encoder_model.onnx with decoder_model_merged.onnx or decoder_model.onnx (+ decoder_with_past_model.onnx).
+// encoder_model.onnx with decoder_model_merged.onnx or decoder_model.onnx (+ decoder_with_past_model.onnx),
+// in the folder or in its onnx/ folder, in one variant (src/models/onnx-layout.ts).
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { readModelConfig, type ModelConfig } from './model-config.ts';
@@ -14,7 +15,7 @@ import { SessionFactory, type SessionSharing } from '../../runtime/runtimes.ts';
 import type { OrtSession } from '../../runtime/session.ts';
 import { TextTokenizer } from './text-tokenizer.ts';
 import { isBatchInvariant } from './batch-invariance.ts';
-import { chooseOnnxFiles } from './onnx-files.ts';
+import { chooseOnnxFiles, type OnnxVariant } from '../../models/onnx-layout.ts';
 import {
   readSentenceTransformersConfig,
   type SentenceTransformersConfig,
@@ -24,10 +25,13 @@ export interface ModelSpec {
   /** The model folder. */
   path: string;
   /**
-   * Which .onnx file inside it; by default model.onnx, or the only .onnx file there is, or every
-   * graph of an Optimum split export (onnx-files.ts).
+   * Which .onnx file inside it (any path inside the folder: onnx/model_q4.onnx); by default
+   * model.onnx, or the only graph there is, or every graph of an Optimum split export, in the
+   * folder or in its onnx/ folder (src/models/onnx-layout.ts).
    */
   onnxFile?: string;
+  /** Which variant of the graphs (model_fp16.onnx: fp16); by default fp32, or the only one. */
+  variant?: OnnxVariant;
   runtime?: RuntimeOptions;
 }
 
@@ -72,7 +76,7 @@ export class ModelStore {
 
   load(spec: ModelSpec): Promise<LoadedModel> {
     const runtime = compileRuntimeOptions(spec.runtime ?? {});
-    const key = `${resolve(spec.path)}|${spec.onnxFile ?? ''}|${runtimeOptionsKey(runtime)}`;
+    const key = `${resolve(spec.path)}|${spec.onnxFile ?? ''}|${spec.variant ?? ''}|${runtimeOptionsKey(runtime)}`;
     let model = this.models.get(key);
     if (model === undefined) {
       model = this.loadUncached(spec, runtime);
@@ -97,7 +101,7 @@ export class ModelStore {
     runtime: ReturnType<typeof compileRuntimeOptions>,
   ): Promise<LoadedModel> {
     const folder = resolve(spec.path);
-    const onnx = await chooseOnnxFiles(folder, spec.onnxFile);
+    const onnx = await chooseOnnxFiles(folder, { onnxFile: spec.onnxFile, variant: spec.variant });
     const config = await readModelConfig(folder);
     const sentenceTransformers = await readSentenceTransformersConfig(folder);
     const files = await readdir(folder);

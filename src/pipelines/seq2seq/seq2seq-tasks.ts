@@ -22,6 +22,7 @@ function seq2seqTask(
   return {
     task,
     ...(task === 'text2textGeneration' ? {} : { aliasOf: 'text2textGeneration' }),
+    needs: { tokenizer: true, graphs: 'encoderDecoder' },
     execution: 'cohort',
     optionsSchema,
     create: (model, options) =>

@@ -143,6 +143,17 @@ function classIndex(
 }
 
 export const tabularTask: TaskDefinition = {
+  needs: {
+    soleInput: { rank: 2, what: 'feature rows [batch, features]' },
+    outputs: [
+      {
+        names: ['probabilities', 'variable'],
+        orFirst: true,
+        rank: 2,
+        what: "skl2onnx's class probabilities or regression value [batch, n]",
+      },
+    ],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: tabularOptionsSchema,

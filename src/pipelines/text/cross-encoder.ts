@@ -6,7 +6,7 @@ import { InputError, ModelFolderError } from '../../errors.ts';
 import { sigmoid } from '../runtime/math.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
-import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import { isObject, UNIT_COST, type TaskDefinition, logitsNeed } from '../task-definition.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { TextInput } from '../runtime/text-tokenizer.ts';
 
@@ -116,6 +116,11 @@ function assertInput(input: unknown, i: number): asserts input is CrossEncoderIn
 }
 
 export const crossEncoderTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    inputs: ['input_ids'],
+    outputs: [logitsNeed(2, 'one relevance score per pair [batch, 1]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: crossEncoderOptionsSchema,

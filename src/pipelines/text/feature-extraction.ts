@@ -150,6 +150,7 @@ function settle(model: LoadedModel, options: Parsed): Settled {
 }
 
 export const featureExtractionTask: TaskDefinition = {
+  needs: { tokenizer: true, inputs: ['input_ids'] },
   task: TASK,
   execution: 'batch',
   optionsSchema: featureExtractionOptionsSchema,

@@ -183,6 +183,18 @@ async function resolveTargets(
 }
 
 export const fillMaskTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    inputs: ['input_ids'],
+    outputs: [
+      {
+        names: ['logits'],
+        rank: 3,
+        what: 'a masked-LM head [batch, tokens, vocab]',
+        width: 'vocab',
+      },
+    ],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: fillMaskOptionsSchema,

@@ -10,7 +10,7 @@ import { BasePipeline } from '../base-pipeline.ts';
 import { bestSpans } from './qa-spans.ts';
 import { contextWindows } from './qa-windows.ts';
 import { floatOutput, row } from '../runtime/tensors.ts';
-import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import { isObject, UNIT_COST, type TaskDefinition, SPAN_LOGITS } from '../task-definition.ts';
 import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
 
 export const questionAnsweringOptionsSchema = z
@@ -183,6 +183,7 @@ function outputName(model: LoadedModel, name: string, position: number): string 
 }
 
 export const questionAnsweringTask: TaskDefinition = {
+  needs: { tokenizer: true, inputs: ['input_ids'], outputs: SPAN_LOGITS },
   task: TASK,
   execution: 'batch',
   optionsSchema: questionAnsweringOptionsSchema,

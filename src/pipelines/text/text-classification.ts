@@ -12,7 +12,7 @@ import {
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { row } from '../runtime/tensors.ts';
-import { isObject, UNIT_COST, type TaskDefinition } from '../task-definition.ts';
+import { isObject, UNIT_COST, type TaskDefinition, logitsNeed } from '../task-definition.ts';
 import type { TextInput } from '../runtime/text-tokenizer.ts';
 
 export const textClassificationOptionsSchema = z
@@ -69,6 +69,12 @@ function toTextInput(input: TextClassificationInput, index: number): TextInput {
 }
 
 export const textClassificationTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    inputs: ['input_ids'],
+    labels: true,
+    outputs: [logitsNeed(2, 'one row of class logits per text [batch, labels]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: textClassificationOptionsSchema,

@@ -113,6 +113,19 @@ function codePoints(text: string): number {
 }
 
 export const tokenClassificationTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    labels: true,
+    inputs: ['input_ids'],
+    outputs: [
+      {
+        names: ['logits'],
+        rank: 3,
+        what: 'per-token logits [batch, tokens, labels]',
+        width: 'labels',
+      },
+    ],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: tokenClassificationOptionsSchema,

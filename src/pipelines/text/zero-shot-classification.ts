@@ -10,7 +10,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { assertString } from '../pipeline.ts';
 import { row } from '../runtime/tensors.ts';
-import { textInput, type TaskDefinition } from '../task-definition.ts';
+import { textInput, type TaskDefinition, logitsNeed } from '../task-definition.ts';
 import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 
 const TASK = 'zeroShotClassification';
@@ -141,6 +141,12 @@ function pythonIndex(values: Float32Array, index: number): number {
 }
 
 export const zeroShotClassificationTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    inputs: ['input_ids'],
+    labels: true,
+    outputs: [logitsNeed(2, 'NLI logits [batch, labels]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: zeroShotClassificationOptionsSchema,

@@ -148,6 +148,7 @@ export function alphaMask(map: Float32Array): Uint8Array {
 }
 
 export const backgroundRemovalTask: TaskDefinition = {
+  needs: { preprocessor: true },
   task: TASK,
   execution: 'batch',
   optionsSchema: backgroundRemovalOptionsSchema,

@@ -102,6 +102,10 @@ export async function depthPng(map: FloatImage): Promise<Uint8Array> {
 }
 
 export const depthEstimationTask: TaskDefinition = {
+  needs: {
+    preprocessor: true,
+    outputs: [{ names: ['predicted_depth'], what: 'a depth map [batch, height, width]' }],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: depthEstimationOptionsSchema,

@@ -20,6 +20,7 @@ import {
 } from '../runtime/label-scores.ts';
 import { row } from '../runtime/tensors.ts';
 import type { TaskDefinition } from '../task-definition.ts';
+import { logitsNeed } from '../task-definition.ts';
 import { imageInput } from './image-task.ts';
 
 export type { ImageInput } from './image-decode.ts';
@@ -80,6 +81,11 @@ export class ImageClassificationPipeline extends BasePipeline<
 }
 
 export const imageClassificationTask: TaskDefinition = {
+  needs: {
+    preprocessor: true,
+    labels: true,
+    outputs: [logitsNeed(2, 'class logits [batch, labels]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: imageClassificationOptionsSchema,

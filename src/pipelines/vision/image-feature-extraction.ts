@@ -97,6 +97,7 @@ export class ImageFeatureExtractionPipeline extends BasePipeline<
 }
 
 export const imageFeatureExtractionTask: TaskDefinition = {
+  needs: { preprocessor: true },
   task: TASK,
   execution: 'batch',
   optionsSchema: imageFeatureExtractionOptionsSchema,

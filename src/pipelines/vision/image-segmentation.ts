@@ -9,6 +9,7 @@ import { logitsOf } from '../runtime/label-scores.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { row, type FloatOutput } from '../runtime/tensors.ts';
 import type { TaskDefinition } from '../task-definition.ts';
+import { logitsNeed } from '../task-definition.ts';
 import { axisTaps, sampleAt } from './bilinear-upsample.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
 import { imageInput } from './image-task.ts';
@@ -141,6 +142,11 @@ export function argmaxMap(logits: FloatOutput, height: number, width: number): U
 }
 
 export const imageSegmentationTask: TaskDefinition = {
+  needs: {
+    preprocessor: true,
+    labels: true,
+    outputs: [logitsNeed(4, 'per-pixel class logits [batch, labels, height, width]')],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: imageSegmentationOptionsSchema,

@@ -234,6 +234,7 @@ function samPreprocessor(
 }
 
 export const maskGenerationTask: TaskDefinition = {
+  needs: { preprocessor: true, graphs: [['vision_encoder', 'prompt_encoder_mask_decoder']] },
   task: TASK,
   execution: 'batch',
   optionsSchema: maskGenerationOptionsSchema,

@@ -122,6 +122,14 @@ export class ObjectDetectionPipeline extends BasePipeline<
 }
 
 export const objectDetectionTask: TaskDefinition = {
+  needs: {
+    preprocessor: true,
+    labels: true,
+    outputs: [
+      { names: ['logits'], rank: 3, what: 'class logits per box [batch, boxes, labels + 1]' },
+      { names: ['pred_boxes'], rank: 3, what: 'boxes [batch, boxes, 4]' },
+    ],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: objectDetectionOptionsSchema,

@@ -194,6 +194,16 @@ function dot(a: Float32Array, b: Float32Array): number {
 }
 
 export const zeroShotImageClassificationTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    preprocessor: true,
+    outputs: [
+      {
+        names: ['logits_per_image', 'image_embeds'],
+        what: "CLIP's logits_per_image, or image_embeds of a vision_model.onnx tower",
+      },
+    ],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: zeroShotImageClassificationOptionsSchema,

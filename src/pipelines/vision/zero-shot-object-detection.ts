@@ -159,6 +159,15 @@ function scaledBox(boxes: Float32Array, patch: number, width: number, height: nu
 }
 
 export const zeroShotObjectDetectionTask: TaskDefinition = {
+  needs: {
+    tokenizer: true,
+    preprocessor: true,
+    inputs: ['input_ids', 'pixel_values'],
+    outputs: [
+      { names: ['logits'], rank: 3, what: 'per-box query logits [batch, boxes, queries]' },
+      { names: ['pred_boxes'], rank: 3, what: 'boxes [batch, boxes, 4]' },
+    ],
+  },
   task: TASK,
   execution: 'batch',
   optionsSchema: zeroShotObjectDetectionOptionsSchema,

@@ -136,8 +136,11 @@ describe('bad input gets a typed error naming the problem', () => {
       const session = createHugot();
       session.registerModel('m', { path: folder });
       const attempt = session.registerPipeline('p', { task: 'textClassification', model: 'm' });
+      // A missing tokenizer is a task-fit ConfigError, found before any weight loads.
       if (missing === 'tokenizer.json')
-        await expect(attempt).rejects.toThrow(/needs a tokenizer.*no tokenizer\.json/);
+        await expect(attempt).rejects.toThrow(
+          /model 'm' does not fit task textClassification: it has no tokenizer\.json/,
+        );
       else await expect(attempt).rejects.toThrow(ModelFolderError);
       await expect(attempt).rejects.toThrow(
         missing === 'model.onnx' ? /no \.onnx file/ : new RegExp(missing.replace('.', '\\.')),

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, it, expect } from 'vitest';
-import { SPLIT_EXPORTS } from '../../../src/pipelines/runtime/onnx-files.ts';
+import { SPLIT_EXPORTS } from '../../../src/models/onnx-layout.ts';
 
 interface ManifestFile {
   path: string;
@@ -81,7 +81,7 @@ describe('committed model manifest (test/fixtures/models and models/)', () => {
       expect(model.licence, model.name).not.toBe('');
       expect(model.made, model.name).not.toBe('');
       // model.onnx, an encoder–decoder export, or the graphs of a split export
-      // (src/pipelines/runtime/onnx-files.ts).
+      // (src/models/onnx-layout.ts).
       expect(
         model.files.some((f) => f.path === 'model.onnx' || f.path === 'encoder_model.onnx') ||
           SPLIT_EXPORTS.some((graphs) =>

@@ -11,6 +11,7 @@ import { readDeadLetters, runToEnd, scratchDir } from '../../helpers/file-route.
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-text-classification');
+const NER_MODEL = join(ROOT, 'test', 'fixtures', 'models', 'bert-token-classification');
 const dir = scratchDir('long-text');
 
 /** Real e-mail text, repeated past `characters`. */
@@ -53,10 +54,10 @@ describe('long texts', () => {
         .map((r) => JSON.stringify(r))
         .join('\n'),
     );
-    const config = (task: string, out: string) =>
+    const config = (task: string, out: string, model = MODEL) =>
       parseConfigText(
         `
-models: { m: { path: ${JSON.stringify(MODEL)} } }
+models: { m: { path: ${JSON.stringify(model)} } }
 pipelines: { p: { task: ${task}, model: m } }
 routes:
   - source: { type: file, path: ${JSON.stringify(input)} }
@@ -90,7 +91,7 @@ routes:
     expect(out[0]?.result.map((l) => l.label)).toEqual(whole?.map((l) => l.label));
     out[0]?.result.forEach((l, i) => expect(l.score).toBeCloseTo(whole?.[i]?.score ?? NaN, 6));
 
-    const tokens = await runToEnd(config('tokenClassification', 'entities'));
+    const tokens = await runToEnd(config('tokenClassification', 'entities', NER_MODEL));
     expect(tokens.counters()['route-0']).toMatchObject({
       written: 1,
       deadLettered: 2,
