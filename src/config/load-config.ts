@@ -30,7 +30,7 @@ export async function loadConfigFile(
   // Model paths are relative to the config file, so a config works from any directory.
   const base = dirname(resolve(path));
   for (const model of Object.values(config.models))
-    if (!isAbsolute(model.path)) model.path = resolve(base, model.path);
+    if (model.path !== undefined && !isAbsolute(model.path)) model.path = resolve(base, model.path);
   resolveConnectionPaths(config, base);
   return config;
 }

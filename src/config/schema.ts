@@ -19,17 +19,21 @@ import {
   outputStreamSchema,
   routeGenerationSchema,
 } from './generative-schema.ts';
+import { checkModelSource, hubModelFields } from './hub-model-schema.ts';
 import { telemetrySchema } from './telemetry-options.ts';
 
 const name = z.string().min(1);
 
 const modelSchema = z
   .object({
-    path: name,
+    /** A model folder; or, with `hub`, nothing: the Hub snapshot's folder is filled in at start-up. */
+    path: name.optional(),
     onnxFile: z.string().optional(),
     runtime: runtimeOptionsSchema.partial().optional(),
+    ...hubModelFields,
   })
-  .strict();
+  .strict()
+  .superRefine(checkModelSource);
 
 /** Batching as written: a pipeline's is merged over the worker's before it is compiled. */
 const batchingSchema = checkedAsWritten(batcherOptionsSchema);
