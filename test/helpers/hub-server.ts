@@ -34,6 +34,8 @@ export interface RequestSeen {
   range: string | undefined;
   authorized: boolean;
   host: string;
+  /** The answer carried the file's bytes (not a redirect, not an error). */
+  servedBytes: boolean;
 }
 
 /** Files stored as LFS on the Hub: the graphs and their external data (plus anything big). */
@@ -53,6 +55,7 @@ export class HubServer {
   /** Every request, in order. */
   readonly requests: RequestSeen[] = [];
   #port = 0;
+  readonly #seen = new WeakMap<IncomingMessage, RequestSeen>();
   #inFlight = 0;
   #maxInFlight = 0;
   #gate:
@@ -130,10 +133,7 @@ export class HubServer {
   /** The requests that fetched `path`'s bytes (from the CDN or straight from resolve). */
   downloadsOf(path: string): RequestSeen[] {
     return this.requests.filter(
-      (r) =>
-        r.method === 'GET' &&
-        (r.url.includes('/cdn/') || r.url.includes('/resolve/')) &&
-        decodeURIComponent(r.url).endsWith(`/${path}`),
+      (r) => r.servedBytes && decodeURIComponent(r.url).endsWith(`/${path}`),
     );
   }
 
@@ -158,13 +158,16 @@ export class HubServer {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? '/', this.endpoint);
     const auth = req.headers.authorization;
-    this.requests.push({
+    const seen: RequestSeen = {
       method: req.method ?? 'GET',
       url: url.pathname,
       range: req.headers.range,
       authorized: auth !== undefined,
       host: req.headers.host ?? '',
-    });
+      servedBytes: false,
+    };
+    this.requests.push(seen);
+    this.#seen.set(req, seen);
     const path = decodeURIComponent(url.pathname);
     const api = /^\/api\/models\/([^/]+\/[^/]+)\/(revision|tree)\/([^/]+)$/.exec(path);
     if (api !== null)
@@ -346,6 +349,8 @@ export class HubServer {
       res.end();
       return;
     }
+    const seen = this.#seen.get(req);
+    if (seen !== undefined) seen.servedBytes = true;
     this.#inFlight += 1;
     this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
     res.on('close', () => {
