@@ -1,6 +1,6 @@
 """Downloads files of one repository with huggingface_hub into a cache folder.
 
-Run by scripts/models/hub-cache-fixture.ts, with HF_ENDPOINT pointing at the test kit's Hub server:
+Run by test/helpers/hub-cache-fixture.ts, with HF_ENDPOINT pointing at the test kit's Hub server:
     python hub_cache_fixture.py <repo> <cache_dir> <file>...
 """
 

@@ -1,6 +1,6 @@
 // The few-KB repository behind the committed Python-made cache (test/fixtures/hub-cache/): the
 // fixture script serves it to huggingface_hub and the cache test compares what it reads with it.
-// Changing a byte here means building the fixture again (scripts/models/hub-cache-fixture.ts).
+// Changing a byte here means building the fixture again (test/helpers/hub-cache-fixture.ts).
 export const PY_CACHE_REPO = 'hugot-test/py-cache';
 /** The variant the fixture script downloads. */
 export const PY_CACHE_VARIANT = 'q8';

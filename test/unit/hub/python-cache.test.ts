@@ -1,5 +1,5 @@
 // The committed cache that Python's huggingface_hub wrote (test/fixtures/hub-cache/, built by
-// scripts/models/hub-cache-fixture.ts against the test kit's Hub server) is read as it is, and a
+// test/helpers/hub-cache-fixture.ts against the test kit's Hub server) is read as it is, and a
 // pull of ours writes the very same tree: one cache serves both.
 import { cp, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
