@@ -6,6 +6,14 @@ import type { PullEvent } from '../hub/pull.ts';
 
 const JSON_EVERY_MS = 1000;
 
+/** Bytes as a person reads them on the bar: 512 B, 40.0 kB, 22.9 MB. */
+export function sizeText(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  if (bytes < 1_000_000) return `${(bytes / 1000).toFixed(1)} kB`;
+  if (bytes < 1_000_000_000) return `${(bytes / 1_000_000).toFixed(1)} MB`;
+  return `${(bytes / 1_000_000_000).toFixed(2)} GB`;
+}
+
 export interface PullProgress {
   onEvent: (event: PullEvent) => void;
   stop: () => void;
@@ -25,7 +33,11 @@ export function pullProgress(
       hideCursor: true,
       clearOnComplete: false,
       barsize: 24,
-      format: '{repo} {bar} {percentage}% | {value}/{total} bytes | {files}',
+      format: '{repo} {bar} {percentage}% | {value}/{total} | {files}',
+      formatValue: (value, options, type) =>
+        type === 'value' || type === 'total'
+          ? sizeText(value)
+          : cliProgress.Format.ValueFormat(value, options, type),
     });
     let files = 0;
     let count = 0;

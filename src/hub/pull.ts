@@ -70,8 +70,9 @@ export async function findCached(
   const path = cache.snapshotDir(request.repo, commit);
   const present = await listFiles(path);
   const chosen = variantFiles(present, variant);
-  if (chosen === undefined || (await cache.missing(request.repo, commit, chosen.files)).length > 0)
-    return undefined;
+  // A snapshot holding a graph alone (a Python user's single hf_hub_download) is no model folder.
+  if (chosen === undefined || !chosen.files.includes('config.json')) return undefined;
+  if ((await cache.missing(request.repo, commit, chosen.files)).length > 0) return undefined;
   return {
     repo: request.repo,
     revision: request.revision,

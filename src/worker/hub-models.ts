@@ -31,6 +31,18 @@ const requestOf = (model: ModelConfig & { hub: string }) => ({
   variant: model.variant ?? DEFAULT_VARIANT,
 });
 
+/** Offline, a model the cache lacks cannot be had: the message gives the command that pulls it. */
+function offlineAbsent(
+  alias: string,
+  request: ReturnType<typeof requestOf>,
+  settings: HubSettings,
+): ConfigError {
+  return new ConfigError(
+    `models.${alias}: ${request.repo}@${request.revision} (${request.variant}) is not in the Hub cache ${settings.cacheDir} and HF_HUB_OFFLINE is set; run \`${pullCommand(request, request.variant)}\` where the Hub is reachable (with the same HF_HUB_CACHE), or unset HF_HUB_OFFLINE`,
+    { field: `models.${alias}.hub` },
+  );
+}
+
 /** Fills in `path` (and `onnxFile` when the variant is one graph) of every Hub model, pulling what the cache lacks. */
 export async function settleHubModels(
   config: WorkerConfig,
@@ -40,10 +52,7 @@ export async function settleHubModels(
     const request = requestOf(model);
     let pulled = await findCached(request, options.settings);
     if (pulled === undefined && options.settings.offline)
-      throw new ConfigError(
-        `models.${alias}: ${request.repo}@${request.revision} (${request.variant}) is not in the Hub cache ${options.settings.cacheDir} and HF_HUB_OFFLINE is set; run \`${pullCommand(request, request.variant)}\` where the Hub is reachable (with the same HF_HUB_CACHE), or unset HF_HUB_OFFLINE`,
-        { field: `models.${alias}.hub` },
-      );
+      throw offlineAbsent(alias, request, options.settings);
     if (pulled === undefined) {
       options.logger.info(
         { model: alias, repo: request.repo, revision: request.revision, variant: request.variant },
@@ -102,11 +111,7 @@ export async function describeHubModels(
     const what = `${request.repo}@${request.revision} (${request.variant})`;
     if (cached !== undefined)
       lines.push(`${alias}: ${what} is cached at commit ${cached.commit}: ${cached.path}`);
-    else if (settings.offline)
-      throw new ConfigError(
-        `models.${alias}: ${what} is not in the Hub cache ${settings.cacheDir} and HF_HUB_OFFLINE is set; run \`${pullCommand(request, request.variant)}\` where the Hub is reachable, or unset HF_HUB_OFFLINE`,
-        { field: `models.${alias}.hub` },
-      );
+    else if (settings.offline) throw offlineAbsent(alias, request, settings);
     else
       lines.push(
         `${alias}: ${what} is not cached; \`run\` pulls it from ${settings.endpoint} into ${settings.cacheDir} (or run \`${pullCommand(request, request.variant)}\` now)`,

@@ -28,6 +28,8 @@ interface Stored {
   refs: Set<string>;
 }
 
+export type CutKind = 'short' | 'drop';
+
 export interface RequestSeen {
   method: string;
   url: string;
@@ -50,7 +52,7 @@ const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).dig
 export class HubServer {
   readonly #server: Server;
   readonly #repos = new Map<string, Stored>();
-  readonly #cuts = new Map<string, { times: number; atByte: number }>();
+  readonly #cuts = new Map<string, { times: number; atByte: number; how: CutKind }>();
   readonly #corrupt = new Set<string>();
   /** Every request, in order. */
   readonly requests: RequestSeen[] = [];
@@ -119,9 +121,14 @@ export class HubServer {
     return stored.commit;
   }
 
-  /** The next `times` downloads of `path` stop after `atByte` bytes of the body and drop the connection. */
-  cutDownloads(path: string, times: number, atByte: number): void {
-    this.#cuts.set(path, { times, atByte });
+  /**
+   * The next `times` downloads of `path` stop after byte `atByte` of the file. `short`: the body
+   * ends cleanly there (chunked, no length promised), so the client holds exactly those bytes;
+   * `drop`: the connection is destroyed under a promised length, as a network failure does (the
+   * client keeps what it had read by then, which may be less).
+   */
+  cutDownloads(path: string, times: number, atByte: number, how: CutKind = 'short'): void {
+    this.#cuts.set(path, { times, atByte, how });
   }
 
   /** Downloads of `path` serve other bytes than the ones the Hub lists (a bad mirror, a bit flip). */
@@ -338,8 +345,10 @@ export class HubServer {
       }
     }
     const body = bytes.subarray(start, end + 1);
+    const cut = this.#cuts.get(path);
+    const short = cut !== undefined && cut.times > 0 && cut.how === 'short';
     res.writeHead(range === null ? 200 : 206, {
-      'Content-Length': String(body.length),
+      ...(short ? {} : { 'Content-Length': String(body.length) }),
       'Accept-Ranges': 'bytes',
       'Content-Type': 'application/octet-stream',
       ...(range === null ? {} : { 'Content-Range': `bytes ${start}-${end}/${total}` }),
@@ -378,10 +387,9 @@ export class HubServer {
     const cut = this.#cuts.get(path);
     if (cut !== undefined && cut.times > 0) {
       cut.times -= 1;
-      // Headers promised the whole body; half of it and a dropped connection is an interruption.
-      res.write(body.subarray(0, Math.max(0, cut.atByte - start)), () => {
-        res.destroy();
-      });
+      const part = body.subarray(0, Math.max(0, cut.atByte - start));
+      if (cut.how === 'short') res.end(part);
+      else res.write(part, () => res.destroy());
       return;
     }
     res.end(body);

@@ -64,13 +64,13 @@ describe('pull progress', () => {
       kind: 'start',
       repo: 'o/r',
       commit: 'c'.repeat(40),
-      files: [{ path: 'a', size: 10 }],
+      files: [{ path: 'a', size: 2_500_000 }],
     });
-    progress.onEvent({ kind: 'progress', path: 'a', done: 10, size: 10 });
-    progress.onEvent({ kind: 'file-done', path: 'a', size: 10 });
+    progress.onEvent({ kind: 'progress', path: 'a', done: 2_500_000, size: 2_500_000 });
+    progress.onEvent({ kind: 'file-done', path: 'a', size: 2_500_000 });
     progress.stop();
     expect(text()).toContain('o/r');
-    expect(text()).toContain('10/10 bytes');
+    expect(text()).toContain('2.5 MB/2.5 MB');
     expect(text()).toContain('1/1 files');
     expect(text()).not.toContain('{"event"');
   });
