@@ -4,6 +4,7 @@
 import { cp, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { scanCachedRepo } from '@huggingface/hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCached, pullModel } from '../../../src/hub/pull.ts';
 import type { HubSettings } from '../../../src/hub/hub-settings.ts';
@@ -93,5 +94,13 @@ describe('a cache made by Python`s huggingface_hub', () => {
       settings: { cacheDir, endpoint: hub.endpoint, token: undefined, offline: false },
     });
     expect(await layout(cacheDir)).toEqual(await layout(FIXTURE));
+    // huggingface.js's own cache scanner reads it too: the revision, its ref, the files (its
+    // scanner, 2.17, lists a snapshot's top level only, so onnx/ is not among them).
+    const scanned = await scanCachedRepo(join(cacheDir, 'models--hugot-test--py-cache'));
+    expect(scanned.revisions.map((r) => [r.commitOid, r.refs])).toEqual([
+      [hub.commitOf(PY_CACHE_REPO), ['main']],
+    ]);
+    const names = scanned.revisions[0]?.files.map((f) => f.path.split('/').at(-1)).sort();
+    expect(names).toEqual(['README.md', 'config.json', 'tokenizer.json', 'tokenizer_config.json']);
   });
 });
