@@ -8,6 +8,7 @@ import { mkdir, open, rm, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HubError } from '../errors.ts';
+import { withBlobLock } from './blob-lock.ts';
 import type { HubCache } from './hub-cache.ts';
 import type { HubClient, RepoFile } from './hub-client.ts';
 
@@ -56,22 +57,31 @@ export async function downloadBlob(
   }
   const partial = cache.incompletePath(repo, blob);
   await mkdir(dirname(partial), { recursive: true });
-  const retries = options.retries ?? 4;
-  let delay = options.retryDelayMs ?? 250;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await fetchRest(request, partial, options);
-      break;
-    } catch (err) {
-      const dropped = err instanceof HubError && err.retriable;
-      if (!dropped || attempt >= retries || options.signal?.aborted === true)
-        throw wrap(err, request);
-      await sleep(delay);
-      delay *= 2;
-    }
-  }
-  await verify(request, partial);
-  await cache.completeBlob(repo, blob);
+  await withBlobLock(
+    `${cache.blobPath(repo, blob)}.lock`,
+    () => cache.hasBlob(repo, blob),
+    async () => {
+      const retries = options.retries ?? 4;
+      let delay = options.retryDelayMs ?? 250;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await fetchRest(request, partial, options);
+          break;
+        } catch (err) {
+          const dropped = err instanceof HubError && err.retriable;
+          if (!dropped || attempt >= retries || options.signal?.aborted === true)
+            throw wrap(err, request);
+          await sleep(delay);
+          delay *= 2;
+        }
+      }
+      await verify(request, partial);
+      await cache.completeBlob(repo, blob);
+    },
+    options.signal !== undefined ? { signal: options.signal } : {},
+  );
+  // Another process may have written it while this one waited: the file is whole either way.
+  options.onBytes?.(file.size ?? 0);
 }
 
 /** Appends what the partial file lacks; on a 200 (range ignored) starts the file again. */

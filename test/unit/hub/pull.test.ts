@@ -2,8 +2,17 @@
 // files, laid out as the Hub's cache (blobs named by sha256 or git blob id, relative snapshot
 // links, refs), pinned revisions and tags, and files fetched a few at a time.
 import { createHash } from 'node:crypto';
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import {
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  stat,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HubError } from '../../../src/errors.ts';
 import { HubCache } from '../../../src/hub/hub-cache.ts';
@@ -108,5 +117,40 @@ describe('models pull', () => {
     );
     expect(events.filter((e) => e.kind === 'file-done')).toHaveLength(5);
     expect(events.at(-1)?.kind).toBe('done');
+  });
+
+  it('two pulls into one cache at once: each blob is fetched once, both get the snapshot', async () => {
+    const { hub, settings } = harness;
+    const before = hub.downloadsOf('onnx/model_fp16.onnx').length;
+    const [a, b] = await Promise.all([
+      pullModel({ repo: REPO, revision: 'main', variant: 'fp16' }, { settings }),
+      pullModel({ repo: REPO, revision: 'main', variant: 'fp16' }, { settings }),
+    ]);
+    expect(a.path).toBe(b.path);
+    expect(hub.downloadsOf('onnx/model_fp16.onnx').slice(before)).toHaveLength(1);
+    expect(
+      (await readFile(join(a.path, 'onnx/model_fp16.onnx'))).equals(
+        FILES.get('onnx/model_fp16.onnx') as Buffer,
+      ),
+    ).toBe(true);
+    const blobs = await readdir(join(new HubCache(settings.cacheDir).repoDir(REPO), 'blobs'));
+    expect(blobs.filter((n) => n.endsWith('.lock') || n.endsWith('.incomplete'))).toEqual([]);
+  });
+
+  it('a lock whose holder died (untouched past the stale bound) is taken over', async () => {
+    const { settings } = harness;
+    const cache = new HubCache(settings.cacheDir);
+    const bytes = FILES.get('onnx/model_q4f16.onnx') as Buffer;
+    const lock = `${cache.blobPath(REPO, createHash('sha256').update(bytes).digest('hex'))}.lock`;
+    await mkdir(dirname(lock), { recursive: true });
+    await writeFile(lock, '999999\n');
+    const long = new Date(Date.now() - 10 * 60_000);
+    await utimes(lock, long, long);
+    const pulled = await pullModel(
+      { repo: REPO, revision: 'main', variant: 'q4f16' },
+      { settings },
+    );
+    expect((await readFile(join(pulled.path, 'onnx/model_q4f16.onnx'))).equals(bytes)).toBe(true);
+    await expect(stat(lock)).rejects.toThrow();
   });
 });
