@@ -1,9 +1,11 @@
 // One writer per blob across processes sharing a cache (replicas starting together on one
 // volume): whoever creates `<blob>.lock` first downloads, the others wait for the blob to appear.
 // The holder touches the lock while it works, so a lock whose holder died (kill -9, a lost node)
-// goes stale and is taken over instead of blocking every later pull. Node has no flock, and
+// goes stale and is taken over instead of blocking every later pull (at once when the holder was
+// a process on this host that is gone). Node has no flock, and
 // Python's lock files under `.locks/` outlive their locks, so this is our own file beside the blob.
-import { open, rm, stat, utimes } from 'node:fs/promises';
+import { open, readFile, rm, stat, utimes } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface BlobLockOptions {
@@ -35,7 +37,7 @@ export async function withBlobLock(
       throw err;
     });
     if (handle !== undefined) {
-      await handle.writeFile(`${process.pid}\n`);
+      await handle.writeFile(`${process.pid} ${hostname()}\n`);
       await handle.close();
       const beat = setInterval(() => {
         const now = new Date();
@@ -56,7 +58,24 @@ export async function withBlobLock(
       (s) => s.mtimeMs,
       () => undefined,
     );
-    if (touched !== undefined && Date.now() - touched > staleMs) await rm(path, { force: true });
+    const stale = touched !== undefined && Date.now() - touched > staleMs;
+    if (stale || (await holderGone(path))) await rm(path, { force: true });
     else await sleep(pollMs, undefined, { signal: options.signal });
+  }
+}
+
+/**
+ * A holder on this host whose process is gone (a pull stopped with Ctrl-C) frees its lock at once;
+ * one on another host is judged by the heartbeat alone.
+ */
+async function holderGone(path: string): Promise<boolean> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  const [pid, host] = text.trim().split(' ');
+  if (host !== hostname() || pid === undefined || !/^\d+$/.test(pid)) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }
