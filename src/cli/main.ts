@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../version.ts';
 
 /** Kept here (not imported) so that --help does not load the Hub code; a unit test compares the two. */
-export const VARIANT_NAMES = 'fp32, fp16, q8, quantized, int8, uint8, q4, q4f16, bnb4';
+export const VARIANT_NAMES = 'fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4';
 
 const DEFAULT_MODEL_ROOTS = ['models', 'test/fixtures/models', '.cache/models'];
 

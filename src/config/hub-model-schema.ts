@@ -16,7 +16,7 @@ export const hubModelFields = {
     .optional(),
   /** A branch, tag or commit; default main. A commit pins the model: `models pull` prints it. */
   revision: z.string().min(1).optional(),
-  /** Which ONNX files: fp32 (default), fp16, q8/quantized, int8, uint8, q4, q4f16, bnb4. */
+  /** Which ONNX files: fp32 (default), fp16, int8, uint8, quantized, q4, q4f16, bnb4 (src/hub/variants.ts). */
   variant: z
     .string()
     .refine((v) => VARIANTS.includes(v), {

@@ -3,14 +3,17 @@
 // `onnx/`; Optimum exports put `model.onnx` at the root), so a pull takes the configs, the
 // tokenizer and preprocessor files, and the chosen variant's graphs with their external data only.
 
-/** Variant name -> the suffix of its ONNX files (`model_fp16.onnx`); fp32 has none. */
+/**
+ * Variant name -> the suffix of its ONNX files (`model_fp16.onnx`); fp32 has none. The names and
+ * their meaning are the model loader's `variant` (a suffix as written), so the variant pulled is
+ * the variant loaded. transformers.js's `q8` is the `quantized` suffix.
+ */
 export const VARIANT_SUFFIXES: Readonly<Record<string, string>> = {
   fp32: '',
   fp16: '_fp16',
-  q8: '_quantized',
-  quantized: '_quantized',
   int8: '_int8',
   uint8: '_uint8',
+  quantized: '_quantized',
   q4: '_q4',
   q4f16: '_q4f16',
   bnb4: '_bnb4',
@@ -18,12 +21,6 @@ export const VARIANT_SUFFIXES: Readonly<Record<string, string>> = {
 
 export const VARIANTS = Object.keys(VARIANT_SUFFIXES);
 export const DEFAULT_VARIANT = 'fp32';
-
-/**
- * int8 is what most repositories call `quantized` (dynamic int8 from Optimum's quantizer); when a
- * repository has no `_int8` file the `_quantized` one serves.
- */
-const FALLBACK: Readonly<Record<string, string>> = { int8: 'q8' };
 
 /** Folders an ONNX export lives in, in the order they are looked at. */
 const ONNX_FOLDERS = ['onnx/', ''];
@@ -70,8 +67,7 @@ export function variantFiles(
     const described = repoFiles.filter((f) => DESCRIPTION.test(f));
     return { files: [...new Set([...described, ...graphs, ...data])].sort(), graphs };
   }
-  const fallback = FALLBACK[variant];
-  return fallback === undefined ? undefined : variantFiles(repoFiles, fallback);
+  return undefined;
 }
 
 /** The variants a repository offers (by their own files), for the message that refuses one it lacks. */
@@ -87,5 +83,5 @@ export function variantsIn(repoFiles: readonly string[]): string[] {
       )
       .map((f) => suffixOf(f.slice(f.lastIndexOf('/') + 1))),
   );
-  return VARIANTS.filter((v) => v !== 'quantized' && present.has(VARIANT_SUFFIXES[v] ?? ''));
+  return VARIANTS.filter((v) => present.has(VARIANT_SUFFIXES[v] ?? ''));
 }

@@ -93,10 +93,15 @@ export async function settleHubModels(
 
 function useSnapshot(model: ModelConfig, pulled: PulledModel): void {
   model.path = pulled.path;
-  // The snapshot may hold other variants (an earlier pull, a Python user's): load the one asked for.
+  // The snapshot may hold other variants (an earlier pull, a Python user's), and the same graph
+  // both at its root and in onnx/: a one-graph variant is loaded by its file, which the loader
+  // takes instead of a variant (it refuses both), so the variant, now said by the file, goes.
+  // A variant of several graphs (encoder and decoder) is left for the loader to choose by name.
   const [graph, ...others] = pulled.graphs;
-  if (model.onnxFile === undefined && graph !== undefined && others.length === 0)
+  if (model.onnxFile === undefined && graph !== undefined && others.length === 0) {
     model.onnxFile = graph;
+    delete model.variant;
+  }
 }
 
 /** What validate-config says of each Hub model: cached (where), or what start-up would pull; offline and absent is refused. */

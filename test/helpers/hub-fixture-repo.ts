@@ -3,7 +3,7 @@
 // Changing a byte here means building the fixture again (test/helpers/hub-cache-fixture.ts).
 export const PY_CACHE_REPO = 'hugot-test/py-cache';
 /** The variant the fixture script downloads. */
-export const PY_CACHE_VARIANT = 'q8';
+export const PY_CACHE_VARIANT = 'quantized';
 
 export function pyCacheRepoFiles(): Map<string, Buffer> {
   const json = (v: unknown): Buffer => Buffer.from(`${JSON.stringify(v, null, 2)}\n`);

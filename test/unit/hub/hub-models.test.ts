@@ -47,7 +47,9 @@ describe('hub models in a config', () => {
       /models\.m\.hub: 'just-a-name' is not a Hub repository id; write <org>\/<name>/,
     );
     const variant = refusal(`{ hub: ${REPO}, variant: fp64 }`);
-    expect(variant.message).toMatch(/models\.m\.variant: not a variant; use one of fp32, fp16, q8/);
+    expect(variant.message).toMatch(
+      /models\.m\.variant: not a variant; use one of fp32, fp16, int8, uint8, quantized/,
+    );
     expect(variant.field).toBe('models.m.variant');
     expect(refusal(`{ path: /x, revision: main }`).message).toMatch(
       /models\.m\.revision: revision is for a Hub model/,
@@ -65,9 +67,9 @@ describe('hub models in a config', () => {
 describe('hub models at start-up', () => {
   it('pulls what the cache lacks, then uses the snapshot and its one graph; a second start fetches nothing', async () => {
     const { hub, settings } = harness;
-    const config = parseConfigText(configText(`{ hub: ${REPO}, variant: q8 }`), {});
+    const config = parseConfigText(configText(`{ hub: ${REPO}, variant: quantized }`), {});
     expect(await describeHubModels(config, settings)).toEqual([
-      `m: ${REPO}@main (q8) is not cached; \`run\` pulls it from ${hub.endpoint} into ${settings.cacheDir} (or run \`hugot-stream models pull ${REPO}@main --variant q8\` now)`,
+      `m: ${REPO}@main (quantized) is not cached; \`run\` pulls it from ${hub.endpoint} into ${settings.cacheDir} (or run \`hugot-stream models pull ${REPO}@main --variant quantized\` now)`,
     ]);
     await settleHubModels(config, { settings, logger: silentLogger });
     const model = config.models['m'];
@@ -75,15 +77,18 @@ describe('hub models at start-up', () => {
       new RegExp(`models--hugot-test--tiny-onnx/snapshots/${hub.commitOf(REPO)}$`),
     );
     expect(model?.onnxFile).toBe('onnx/model_quantized.onnx');
+    // The file says the variant now; the loader takes one of the two.
+    expect(model?.variant).toBeUndefined();
     expect(compileWorkerPlan(config, silentLogger).models['m']?.path).toBe(model?.path);
 
-    const again = parseConfigText(configText(`{ hub: ${REPO}, variant: q8 }`), {});
+    const again = parseConfigText(configText(`{ hub: ${REPO}, variant: quantized }`), {});
     const served = hub.requests.length;
     await settleHubModels(again, { settings, logger: silentLogger });
     expect(hub.requests.length).toBe(served);
     expect(again.models['m']?.path).toBe(model?.path);
-    expect(await describeHubModels(again, settings)).toEqual([
-      `m: ${REPO}@main (q8) is cached at commit ${hub.commitOf(REPO)}: ${model?.path ?? ''}`,
+    const unsettled = parseConfigText(configText(`{ hub: ${REPO}, variant: quantized }`), {});
+    expect(await describeHubModels(unsettled, settings)).toEqual([
+      `m: ${REPO}@main (quantized) is cached at commit ${hub.commitOf(REPO)}: ${model?.path ?? ''}`,
     ]);
   });
 

@@ -60,8 +60,8 @@ describe('repository specs', () => {
     for (const bad of ['bert', 'a/b/c', 'a--b/c', '/x', 'org/'])
       expect(() => parseRepoSpec(bad)).toThrow(/is not a Hub repository id; write <org>\/<name>/);
     expect(() => parseRepoSpec('org/name@')).toThrow(/empty revision/);
-    expect(pullCommand({ repo: 'org/name', revision: 'main' }, 'q8')).toBe(
-      'hugot-stream models pull org/name@main --variant q8',
+    expect(pullCommand({ repo: 'org/name', revision: 'main' }, 'quantized')).toBe(
+      'hugot-stream models pull org/name@main --variant quantized',
     );
   });
 

@@ -133,7 +133,7 @@ describe('models pull, then run a Hub model', () => {
       config,
       (await readFile(join(ROOT, 'config', 'demo.yaml'), 'utf8')).replace(
         /path: \.\.\/models\/all-MiniLM-L6-v2-int8/,
-        `hub: ${REPO}\n    variant: q8`,
+        `hub: ${REPO}\n    variant: quantized`,
       ),
     );
     const refused = await cli(['validate-config', config], {
@@ -141,7 +141,11 @@ describe('models pull, then run a Hub model', () => {
       HF_HUB_OFFLINE: '1',
     });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain(`models.minilm: ${REPO}@main (q8) is not in the Hub cache`);
-    expect(refused.stderr).toContain(`run \`hugot-stream models pull ${REPO}@main --variant q8\``);
+    expect(refused.stderr).toContain(
+      `models.minilm: ${REPO}@main (quantized) is not in the Hub cache`,
+    );
+    expect(refused.stderr).toContain(
+      `run \`hugot-stream models pull ${REPO}@main --variant quantized\``,
+    );
   });
 });

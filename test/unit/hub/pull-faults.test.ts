@@ -30,7 +30,7 @@ describe('pull faults', () => {
     const before = hub.downloadsOf(GRAPH).length;
     hub.cutDownloads(GRAPH, 1, cutAt);
     const pulled = await pullModel(
-      { repo: REPO, revision: 'main', variant: 'q8' },
+      { repo: REPO, revision: 'main', variant: 'quantized' },
       { settings, retryDelayMs: 1 },
     );
     const tries = hub.downloadsOf(GRAPH).slice(before);
@@ -43,7 +43,7 @@ describe('pull faults', () => {
     const before = hub.downloadsOf(GRAPH).length;
     hub.cutDownloads(GRAPH, 2, 120_000, 'drop');
     const pulled = await pullModel(
-      { repo: REPO, revision: 'main', variant: 'q8' },
+      { repo: REPO, revision: 'main', variant: 'quantized' },
       { settings, retryDelayMs: 1 },
     );
     // What arrived before a drop is kept (the client may not have read it all): a range from there.
@@ -58,7 +58,7 @@ describe('pull faults', () => {
     const cutAt = 70_000;
     hub.cutDownloads(GRAPH, 1, cutAt);
     const first = await errorOf(
-      pullModel({ repo: REPO, revision: 'main', variant: 'q8' }, { settings, retries: 0 }),
+      pullModel({ repo: REPO, revision: 'main', variant: 'quantized' }, { settings, retries: 0 }),
     );
     expect(first.retriable).toBe(true);
     expect(first.message).toMatch(/broke off|ended at byte/);
@@ -70,7 +70,10 @@ describe('pull faults', () => {
     // Not linked, and no ref: the cache does not claim a snapshot it does not hold.
     expect(await readdir(join(cache.repoDir(REPO), 'refs')).catch(() => [])).toEqual([]);
     const before = hub.downloadsOf(GRAPH).length;
-    const second = await pullModel({ repo: REPO, revision: 'main', variant: 'q8' }, { settings });
+    const second = await pullModel(
+      { repo: REPO, revision: 'main', variant: 'quantized' },
+      { settings },
+    );
     expect(
       hub
         .downloadsOf(GRAPH)
@@ -85,7 +88,7 @@ describe('pull faults', () => {
     hub.corrupt(GRAPH);
     try {
       const err = await errorOf(
-        pullModel({ repo: REPO, revision: 'main', variant: 'q8' }, { settings }),
+        pullModel({ repo: REPO, revision: 'main', variant: 'quantized' }, { settings }),
       );
       expect(err.message).toMatch(
         /onnx\/model_quantized\.onnx is corrupt: its sha256 is [0-9a-f]{64}, the Hub's is [0-9a-f]{64}/,

@@ -27,7 +27,10 @@ const sorted = (paths: string[]): string[] => [...paths].sort();
 describe('models pull', () => {
   it('takes the variant`s graph with the configs and tokenizer, in the Hub`s cache layout', async () => {
     const { hub, settings } = harness;
-    const pulled = await pullModel({ repo: REPO, revision: 'main', variant: 'q8' }, { settings });
+    const pulled = await pullModel(
+      { repo: REPO, revision: 'main', variant: 'quantized' },
+      { settings },
+    );
     expect(pulled.commit).toBe(hub.commitOf(REPO));
     expect(pulled.files).toEqual(sorted([...DESCRIPTION, 'onnx/model_quantized.onnx']));
     expect(pulled.graphs).toEqual(['onnx/model_quantized.onnx']);
@@ -56,15 +59,18 @@ describe('models pull', () => {
     expect(blobs).toHaveLength(pulled.files.length);
   });
 
-  it('fp32 takes the graph with its external data; int8 falls back to the quantized graph', async () => {
+  it('fp32 takes the graph with its external data; another variant adds its graph to the same snapshot', async () => {
     const { settings } = harness;
     const fp32 = await pullModel({ repo: REPO, revision: 'main' }, { settings });
     expect(fp32.variant).toBe('fp32');
     expect(fp32.files).toEqual(sorted([...DESCRIPTION, 'onnx/model.onnx', 'onnx/model.onnx_data']));
-    const int8 = await pullModel({ repo: REPO, revision: 'main', variant: 'int8' }, { settings });
-    expect(int8.graphs).toEqual(['onnx/model_quantized.onnx']);
+    const quantized = await pullModel(
+      { repo: REPO, revision: 'main', variant: 'quantized' },
+      { settings },
+    );
+    expect(quantized.graphs).toEqual(['onnx/model_quantized.onnx']);
     // Both variants share one snapshot; each pull added only its own files.
-    expect(int8.path).toBe(fp32.path);
+    expect(quantized.path).toBe(fp32.path);
     expect(await readdir(join(fp32.path, 'onnx'))).toEqual([
       'model.onnx',
       'model.onnx_data',
@@ -76,7 +82,9 @@ describe('models pull', () => {
     const { settings } = harness;
     const pull = pullModel({ repo: REPO, revision: 'main', variant: 'bnb4' }, { settings });
     await expect(pull).rejects.toThrow(HubError);
-    await expect(pull).rejects.toThrow(/has no bnb4 ONNX files; it has fp32, fp16, q8, q4, q4f16/);
+    await expect(pull).rejects.toThrow(
+      /has no bnb4 ONNX files; it has fp32, fp16, quantized, q4, q4f16/,
+    );
   });
 
   it('a second pull of a cached variant fetches no bytes', async () => {
@@ -107,7 +115,7 @@ describe('models pull', () => {
     hub.holdUntilParallel(3, 10_000);
     const events: PullEvent[] = [];
     await pullModel(
-      { repo: REPO, revision: 'main', variant: 'q8' },
+      { repo: REPO, revision: 'main', variant: 'quantized' },
       { settings, concurrency: 3, onEvent: (e) => events.push(e) },
     );
     expect(hub.maxInFlight).toBe(3);

@@ -66,7 +66,9 @@ describe('variant files', () => {
       'tokenizer.json',
       'vocab.txt',
     ]);
-    expect(variantFiles(optimum, 'int8')?.graphs).toEqual(['model_quantized.onnx']);
+    expect(variantFiles(optimum, 'quantized')?.graphs).toEqual(['model_quantized.onnx']);
+    // int8 is the `_int8` suffix only, as the loader reads it: not the quantized file.
+    expect(variantFiles(optimum, 'int8')).toBeUndefined();
   });
 
   it('onnx/ wins over root graphs of the same variant; a repository without ONNX offers none', () => {
