@@ -104,7 +104,10 @@ function useSnapshot(model: ModelConfig, pulled: PulledModel): void {
   }
 }
 
-/** What validate-config says of each Hub model: cached (where), or what start-up would pull; offline and absent is refused. */
+/**
+ * What validate-config says of each Hub model: cached (where; its path is then filled in as at
+ * start-up), or what start-up would pull; offline and absent is refused. Fetches nothing.
+ */
 export async function describeHubModels(
   config: WorkerConfig,
   settings: HubSettings,
@@ -114,9 +117,11 @@ export async function describeHubModels(
     const request = requestOf(model);
     const cached = await findCached(request, settings);
     const what = `${request.repo}@${request.revision} (${request.variant})`;
-    if (cached !== undefined)
+    if (cached !== undefined) {
+      // Its folder, as start-up would settle it, so checks that read folders can read this one.
+      useSnapshot(model, cached);
       lines.push(`${alias}: ${what} is cached at commit ${cached.commit}: ${cached.path}`);
-    else if (settings.offline) throw offlineAbsent(alias, request, settings);
+    } else if (settings.offline) throw offlineAbsent(alias, request, settings);
     else
       lines.push(
         `${alias}: ${what} is not cached; \`run\` pulls it from ${settings.endpoint} into ${settings.cacheDir} (or run \`${pullCommand(request, request.variant)}\` now)`,

@@ -90,6 +90,8 @@ describe('hub models at start-up', () => {
     expect(await describeHubModels(unsettled, settings)).toEqual([
       `m: ${REPO}@main (quantized) is cached at commit ${hub.commitOf(REPO)}: ${model?.path ?? ''}`,
     ]);
+    // A cached model gets its folder as at start-up, for the checks that read folders.
+    expect(unsettled.models['m']).toMatchObject({ path: model?.path, onnxFile: model?.onnxFile });
   });
 
   it('offline and absent: a ConfigError naming the model with the exact pull command, nothing fetched', async () => {
