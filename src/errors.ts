@@ -18,7 +18,8 @@ export type ErrorCode =
   | 'OUTPUT_INVALID'
   | 'CLOSED'
   | 'CONNECTION_REFUSED'
-  | 'STARTUP_TIMEOUT';
+  | 'STARTUP_TIMEOUT'
+  | 'HUB_FAILED';
 
 export interface HugotErrorOptions {
   cause?: unknown;
@@ -265,6 +266,17 @@ export function serializeError(err: unknown): SerializedError {
   };
 }
 
+/**
+ * The Hugging Face Hub refused or failed a pull: a gated or missing repository, a file whose
+ * bytes do not match the Hub's sha256, or the Hub out of reach (retriable).
+ */
+export class HubError extends HugotError {
+  override name = 'HubError';
+  constructor(message: string, options?: HugotErrorOptions, retriable = false) {
+    super('HUB_FAILED', message, retriable, options);
+  }
+}
+
 type ErrorClass = new (message: string, options?: HugotErrorOptions) => HugotError;
 const errorClasses: Record<string, ErrorClass> = {
   ConfigError,
@@ -285,6 +297,7 @@ const errorClasses: Record<string, ErrorClass> = {
   ClosedError,
   ConnectionError,
   StartupTimeoutError,
+  HubError,
 };
 
 export function deserializeError(s: SerializedError): Error {

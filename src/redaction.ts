@@ -16,6 +16,8 @@ const CREDENTIALS_IN_URL = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:@/?#]*):([^\s@/?#]+)
 const SECRET_PAIR =
   /\b(password|passwd|pwd|secret|token|access_token|api[-_]?key|sasl\.password)(=|:\s*)([^\s&;,'"]+)/gi;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
+/** Hugging Face access tokens (HF_TOKEN) wherever they appear: `hf_` and a long random tail. */
+const HF_TOKEN = /\bhf_[A-Za-z0-9]{16,}\b/g;
 
 export function redactText(text: string): string {
   return text
@@ -24,7 +26,8 @@ export function redactText(text: string): string {
       (_, scheme: string, user: string) => `${scheme}${user}:${REDACTED}@`,
     )
     .replace(SECRET_PAIR, (_, key: string, sep: string) => `${key}${sep}${REDACTED}`)
-    .replace(BEARER, (_, kind: string) => `${kind} ${REDACTED}`);
+    .replace(BEARER, (_, kind: string) => `${kind} ${REDACTED}`)
+    .replace(HF_TOKEN, REDACTED);
 }
 
 export function isSecretName(name: string): boolean {

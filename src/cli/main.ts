@@ -5,6 +5,9 @@
 import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../version.ts';
 
+/** Kept here (not imported) so that --help does not load the Hub code; a unit test compares the two. */
+export const VARIANT_NAMES = 'fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4';
+
 const DEFAULT_MODEL_ROOTS = ['models', 'test/fixtures/models', '.cache/models'];
 
 /** Usage errors exit with the code the docs give bad configuration (operations.md). */
@@ -46,23 +49,53 @@ export function buildCli(out: Write, err: Write = out): Command {
     .description('check a config file (fields, references, environment variables) and exit')
     .argument('<file>', 'YAML config file')
     .action(async (file: string) => {
-      const [{ loadConfigFile }, { checkConnections, describeConnections }, { checkModelFit }] =
-        await Promise.all([
-          import('../config/load-config.ts'),
-          import('../connectors/connection-checks.ts'),
-          import('../engine/model-fit.ts'),
-        ]);
+      const [
+        { loadConfigFile },
+        { checkConnections, describeConnections },
+        { checkModelFit },
+        { describeHubModels },
+        { hubSettings },
+      ] = await Promise.all([
+        import('../config/load-config.ts'),
+        import('../connectors/connection-checks.ts'),
+        import('../engine/model-fit.ts'),
+        import('../worker/hub-models.ts'),
+        import('../hub/hub-settings.ts'),
+      ]);
       const config = await loadConfigFile(file);
       checkConnections(config);
-      // Folders exist, hold the graphs asked for and fit their tasks; no weight is loaded.
-      await checkModelFit(config.models, config.pipelines);
+      // Says what start-up would pull, fetching nothing; absent in offline mode is refused here too.
+      const hubLines = await describeHubModels(config, hubSettings());
+      // Folders exist, hold the graphs asked for and fit their tasks; no weight is loaded. A Hub
+      // model not yet pulled has no folder: start-up checks it once it is pulled.
+      const folders = Object.fromEntries(
+        Object.entries(config.models).flatMap(([alias, m]) =>
+          m.path === undefined ? [] : [[alias, { ...m, path: m.path }]],
+        ),
+      );
+      await checkModelFit(folders, config.pipelines);
       out(
         `${file} is valid: ${Object.keys(config.models).length} model(s), ${Object.keys(config.pipelines).length} pipeline(s), ${config.routes.length} route(s), delivery ${config.delivery.mode}\n`,
       );
       for (const line of describeConnections(config)) out(`  connection: ${line}\n`);
+      for (const line of hubLines) out(`  hub model: ${line}\n`);
     });
 
-  const models = program.command('models').description('inspect model folders');
+  const models = program
+    .command('models')
+    .description('inspect model folders, pull models from the Hub');
+  models
+    .command('pull')
+    .description(
+      'download one variant of a Hugging Face Hub repository into the Hub cache (HF_HUB_CACHE) and print its snapshot folder and commit',
+    )
+    .argument('<repo>', '<org>/<name>[@revision] (a branch, tag or commit; default main)')
+    .option('--variant <variant>', `ONNX files to take: ${VARIANT_NAMES}`, 'fp32')
+    .option('--concurrency <n>', 'files downloaded at once', '4')
+    .action(async (spec: string, options: { variant: string; concurrency: string }) => {
+      const { pullCommandAction } = await import('./pull-command.ts');
+      await pullCommandAction(spec, options, out);
+    });
   models
     .command('list')
     .description(

@@ -7,6 +7,9 @@ import type { RouteCounters } from '../route/route-runner.ts';
 import { startStatsLine } from '../telemetry/stats-line.ts';
 import { Telemetry } from '../telemetry/telemetry.ts';
 import { showProgress } from './progress-bar.ts';
+import { pullProgress } from './pull-progress.ts';
+import { hubSettings } from '../hub/hub-settings.ts';
+import { settleHubModels } from '../worker/hub-models.ts';
 import { StartupTimeoutError } from '../errors.ts';
 import { startupDependencies } from '../worker/startup-dependencies.ts';
 import { compileWorkerPlan } from '../worker/worker-plan.ts';
@@ -24,6 +27,13 @@ export async function runWorker(
   out: (text: string) => void,
 ): Promise<number> {
   const started = performance.now();
+  // Hub models become folders first: the plan's model specs need their paths.
+  const progress = pullProgress(process.stderr);
+  try {
+    await settleHubModels(config, { settings: hubSettings(), logger, onEvent: progress.onEvent });
+  } finally {
+    progress.stop();
+  }
   // Secrets are read here, once, before anything listens or connects: a mistake is a ConfigError.
   const plan = compileWorkerPlan(config, logger);
   // Before waiting for brokers: a missing folder or a model that does not fit is found at once.

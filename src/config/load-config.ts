@@ -31,7 +31,7 @@ export async function loadConfigFile(
   // Model paths are relative to the config file, so a config works from any directory.
   const base = dirname(resolve(path));
   for (const model of Object.values(config.models))
-    if (!isAbsolute(model.path)) model.path = resolve(base, model.path);
+    if (model.path !== undefined && !isAbsolute(model.path)) model.path = resolve(base, model.path);
   resolveConnectionPaths(config, base);
   // Needs the model folders, so it waits for their resolved paths.
   const sizes = await vectorSizeProblems(config);

@@ -20,20 +20,24 @@ import {
   outputStreamSchema,
   routeGenerationSchema,
 } from './generative-schema.ts';
+import { checkModelSource, hubModelFields } from './hub-model-schema.ts';
 import { telemetrySchema } from './telemetry-options.ts';
 
 const name = z.string().min(1);
 
 const modelSchema = z
   .object({
-    path: name,
+    /** A model folder; or, with `hub`, nothing: the Hub snapshot's folder is filled in at start-up. */
+    path: name.optional(),
     /** One .onnx file by its path inside the folder (onnx/model_q4.onnx); a graph alone. */
     onnxFile: z.string().min(1).optional(),
     /** Which variant of the folder's graphs (model_fp16.onnx: fp16); default fp32, or the only one. */
     variant: z.enum(ONNX_VARIANTS).optional(),
     runtime: runtimeOptionsSchema.partial().optional(),
+    ...hubModelFields,
   })
   .strict()
+  .superRefine(checkModelSource)
   .refine((m) => m.onnxFile === undefined || m.variant === undefined, {
     path: ['variant'],
     message: 'onnxFile and variant both choose the graph; keep one',

@@ -40,7 +40,8 @@ export async function vectorSizeProblems(config: WorkerConfig): Promise<VectorPr
     const pipeline = config.pipelines[route.pipeline];
     const model = pipeline === undefined ? undefined : config.models[pipeline.model];
     const sizeOf = pipeline === undefined ? undefined : findTask(pipeline.task)?.vectorSize;
-    if (dimensions === undefined || model === undefined || sizeOf === undefined) continue;
+    // A Hub model not yet pulled has no folder to read: the route checks its vectors instead.
+    if (dimensions === undefined || model?.path === undefined || sizeOf === undefined) continue;
     const modelConfig = await readConfigJson(model.path);
     const size =
       modelConfig === undefined ? undefined : sizeOf(modelConfig, pipeline?.options ?? {});

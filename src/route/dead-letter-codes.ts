@@ -22,7 +22,7 @@ export interface DeadLetterCodeInfo {
  */
 type ErrorDeadLetterCode = Exclude<
   ErrorCode,
-  'SINK_FAILED' | 'CLOSED' | 'CONNECTION_REFUSED' | 'STARTUP_TIMEOUT'
+  'SINK_FAILED' | 'CLOSED' | 'CONNECTION_REFUSED' | 'STARTUP_TIMEOUT' | 'HUB_FAILED'
 >;
 
 export const DEAD_LETTER_CODES = {

@@ -6,6 +6,7 @@ import type { RouteConfig, WorkerConfig } from '../config/schema.ts';
 import type { Environment } from '../config/secrets.ts';
 import { Connections } from '../connectors/connections.ts';
 import { compileEnginePlan, type EngineOptions, type EnginePlan } from '../engine/engine-plan.ts';
+import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import { compileGenerativePlans, isGenerative } from './generative-engines.ts';
@@ -42,6 +43,12 @@ export function compileWorkerPlan(
 ): WorkerPlan {
   const models: Record<string, ModelSpec> = {};
   for (const [alias, model] of Object.entries(config.models)) {
+    if (model.path === undefined)
+      // settleHubModels (src/worker/hub-models.ts) fills it in before the plan is compiled.
+      throw new ConfigError(
+        `models.${alias}: the Hub model ${model.hub ?? '(no hub either)'} has no folder yet; settle it with settleHubModels (src/worker/hub-models.ts) before the plan is compiled, as \`hugot-stream run\` does`,
+        { field: `models.${alias}.hub` },
+      );
     models[alias] = {
       path: model.path,
       ...(model.onnxFile !== undefined ? { onnxFile: model.onnxFile } : {}),

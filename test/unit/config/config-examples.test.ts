@@ -38,16 +38,22 @@ describe('config examples', () => {
     it(`${file} is valid and its committed model folders exist`, () => {
       if (config === undefined) throw example.error;
       expect(config.routes.length).toBeGreaterThan(0);
-      for (const model of Object.values(config.models))
-        if (!isFetched(model.path)) expect(readdirSync(model.path)).toContain('config.json');
+      for (const model of Object.values(config.models)) {
+        // A Hub model has no folder until it is pulled; its repository id was checked with the file.
+        if (model.path === undefined) expect(model.hub).toMatch(/^[^/]+\/[^/]+$/);
+        else if (!isFetched(model.path)) expect(readdirSync(model.path)).toContain('config.json');
+      }
     });
     if (config === undefined) continue;
-    for (const [name, model] of Object.entries(config.models).filter(([, m]) => isFetched(m.path)))
-      it.skipIf(!existsSync(model.path))(
+    for (const [name, model] of Object.entries(config.models)) {
+      const path = model.path;
+      if (path === undefined || !isFetched(path)) continue;
+      it.skipIf(!existsSync(path))(
         `${file}: model ${name} is a model folder (needs npm run models:fetch)`,
         () => {
-          expect(readdirSync(model.path)).toContain('config.json');
+          expect(readdirSync(path)).toContain('config.json');
         },
       );
+    }
   }
 });
