@@ -12,6 +12,8 @@ import type { KafkaDriver } from './kafka/driver.ts';
 import { createKafkaDriver } from './kafka/driver-for.ts';
 import { kafkaSecurityOf, type KafkaSecurity } from './kafka/kafka-security.ts';
 import { redisTargetOf, type RedisTarget } from './redis/redis-connection.ts';
+import { RegistryConnection } from '../schema/registry-connection.ts';
+import { registryTargetOf, type RegistryTarget } from '../schema/registry-target.ts';
 
 type DeliveryMode = WorkerConfig['delivery']['mode'];
 
@@ -22,12 +24,16 @@ export class Connections {
   private readonly mode: DeliveryMode;
   private readonly logger: Logger;
   private driver: KafkaDriver | undefined;
+  private readonly registryTarget: RegistryTarget | undefined;
+  private registry: RegistryConnection | undefined;
 
   private constructor(config: WorkerConfig, logger: Logger, env: Environment) {
-    const { kafka, redis } = config.connections;
+    const { kafka, redis, schemaRegistry } = config.connections;
     this.kafkaConfig = kafka;
     this.kafkaSecurity = kafka === undefined ? undefined : kafkaSecurityOf(kafka, env);
     this.redisTarget = redis === undefined ? undefined : redisTargetOf(redis, env);
+    this.registryTarget =
+      schemaRegistry === undefined ? undefined : registryTargetOf(schemaRegistry, env);
     this.mode = config.delivery.mode;
     this.logger = logger;
   }
@@ -64,6 +70,23 @@ export class Connections {
         { field: 'connections.redis' },
       );
     return this.redisTarget;
+  }
+
+  /** The worker's Schema Registry connection, made on first use and shared by every route. */
+  schemaRegistry(field: string): RegistryConnection {
+    if (this.registry !== undefined) return this.registry;
+    if (this.registryTarget === undefined)
+      throw new ConfigError(
+        `${field} uses a Schema Registry format, but connections.schemaRegistry is missing; add connections.schemaRegistry.urls`,
+        { field: 'connections.schemaRegistry' },
+      );
+    this.registry = RegistryConnection.of(this.registryTarget, this.logger);
+    return this.registry;
+  }
+
+  /** Ends every wait for the registry (the worker is stopping); nothing else to close. */
+  closeSchemaRegistry(): void {
+    this.registry?.close();
   }
 
   /** The brokers, for log lines and start-up waits; undefined without connections.kafka. */
