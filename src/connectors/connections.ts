@@ -12,6 +12,7 @@ import type { KafkaDriver } from './kafka/driver.ts';
 import { createKafkaDriver } from './kafka/driver-for.ts';
 import { kafkaSecurityOf, type KafkaSecurity } from './kafka/kafka-security.ts';
 import { redisTargetOf, type RedisTarget } from './redis/redis-connection.ts';
+import { Backoff } from './backoff.ts';
 import { RegistryConnection } from '../schema/registry-connection.ts';
 import { registryTargetOf, type RegistryTarget } from '../schema/registry-target.ts';
 
@@ -80,7 +81,12 @@ export class Connections {
         `${field} uses a Schema Registry format, but connections.schemaRegistry is missing; add connections.schemaRegistry.urls`,
         { field: 'connections.schemaRegistry' },
       );
-    this.registry = RegistryConnection.of(this.registryTarget, this.logger);
+    // Outages are retried soon at first: a registry blip should not hold records for long.
+    this.registry = RegistryConnection.of(
+      this.registryTarget,
+      this.logger,
+      () => new Backoff({ initialMs: 200, maxMs: 5_000 }),
+    );
     return this.registry;
   }
 

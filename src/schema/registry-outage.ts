@@ -3,15 +3,23 @@
 // partitions fill up to maxInFlightPerPartition and pause). Nothing is dead-lettered for it. The
 // outage is reported once as 'degraded' (to /readyz, with the reason) and once as 'healthy' when
 // a request answers again; close() (the worker stopping) ends every wait with a ClosedError.
-import { Backoff } from '../connectors/backoff.ts';
-import type { ConnectionHealth } from '../connectors/connection-health.ts';
 import { ClosedError, RegistryUnavailableError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
+/** What /readyz hears (the shape of connectors' ConnectionHealth, which this layer sits below). */
+export type RegistryHealth =
+  { state: 'healthy' } | { state: 'degraded'; reason: string; attempt: number; sinceMs: number };
+
+/** The delays between attempts (connectors/backoff.ts: jittered, growing). */
+export interface RetryDelays {
+  next(): number;
+}
+
 export interface RegistryOutageOptions {
   logger: Logger;
-  onHealth?: (health: ConnectionHealth) => void;
-  backoff?: () => Backoff;
+  /** A fresh schedule of delays for each request that meets an outage. */
+  backoff: () => RetryDelays;
+  onHealth?: (health: RegistryHealth) => void;
   now?: () => number;
 }
 
@@ -26,7 +34,7 @@ export class RegistryOutage {
 
   /** Runs `request` until it answers (or fails for another reason); waits out outages. */
   async call<T>(request: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const backoff = this.options.backoff?.() ?? new Backoff({ initialMs: 200, maxMs: 5_000 });
+    const backoff = this.options.backoff();
     for (;;) {
       this.check(signal);
       try {
@@ -98,7 +106,7 @@ export class RegistryOutage {
         try {
           this.check(signal);
         } catch (err) {
-          reject(err);
+          reject(err instanceof Error ? err : new Error(String(err)));
         }
       };
       const timer = setTimeout(() => {

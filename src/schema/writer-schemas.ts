@@ -106,7 +106,7 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
       },
       (err: unknown) => {
         signal.removeEventListener('abort', onAbort);
-        reject(err);
+        reject(err instanceof Error ? err : new Error(String(err)));
       },
     );
   });
