@@ -7,7 +7,14 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { certificatesDirFor, saslSslListener, type SecureListener } from './kafka-secure.ts';
-import { startLogged, waitUntil, stopPid, stopFromPidFile, freePort } from './process-control.ts';
+import {
+  startLogged,
+  waitUntil,
+  stopPid,
+  stopFromPidFile,
+  freePort,
+  requireTool,
+} from './process-control.ts';
 
 export const KAFKA_VERSION = '4.1.1';
 const LOG4J_VERSION = '2.24.3';
@@ -51,12 +58,14 @@ export function installKafka(opts: KafkaInstallOptions): string {
   const lib = join(home, 'lib');
   const marker = join(home, '.installed');
   if (existsSync(marker)) return lib;
+  const purpose = 'to run a local Kafka broker';
   requireTool(
     'java',
     '-version',
+    purpose,
     'install a JDK 17+ (Debian: apt-get install openjdk-17-jre-headless)',
   );
-  requireTool('mvn', '-v', 'install Maven (Debian: apt-get install maven)');
+  requireTool('mvn', '-v', purpose, 'install Maven (Debian: apt-get install maven)');
   mkdirSync(home, { recursive: true });
   writeFileSync(join(home, 'pom.xml'), runtimePom(version));
   rmSync(lib, { recursive: true, force: true });
@@ -91,14 +100,6 @@ function runtimePom(version: string): string {
   </dependencies>
 </project>
 `;
-}
-
-function requireTool(tool: string, versionFlag: string, fix: string): void {
-  try {
-    execFileSync(tool, [versionFlag], { stdio: 'ignore' });
-  } catch {
-    throw new Error(`'${tool}' is needed to run a local Kafka broker but was not found: ${fix}`);
-  }
 }
 
 /** Kafka cluster ids are 16 random bytes in URL-safe base64 without padding. */

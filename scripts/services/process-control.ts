@@ -1,6 +1,7 @@
-// Small helpers shared by the local Kafka and Redis launchers: start a server process with its
-// output in a log file, wait for it to answer, and stop it politely before forcing it.
-import { spawn } from 'node:child_process';
+// Small helpers shared by the local Kafka, Redis and Schema Registry launchers: check that a tool
+// is installed, run a build step, start a server process with its output in a log file, wait for
+// it to answer, and stop it politely before forcing it.
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import {
   openSync,
@@ -35,6 +36,34 @@ export function startLogged(
   if (opts.detached) child.unref();
   writeFileSync(opts.pidFile, String(child.pid));
   return { pid: child.pid, logFile: opts.logFile };
+}
+
+/** Throws, naming the fix, when `tool` is not installed: before a long build, not in its middle. */
+export function requireTool(tool: string, versionFlag: string, purpose: string, fix: string): void {
+  try {
+    execFileSync(tool, [versionFlag], { stdio: 'ignore' });
+  } catch {
+    throw new Error(`'${tool}' is needed ${purpose} but was not found: ${fix}`);
+  }
+}
+
+/**
+ * Runs a build step to its end without blocking the event loop (a test run's global setup starts
+ * other services meanwhile); its output goes to the caller's stderr, where a failure is read.
+ */
+export function runToEnd(
+  command: string,
+  args: readonly string[],
+  opts: { cwd: string },
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: opts.cwd, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (code === 0) resolve();
+      else reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit ${code}`})`));
+    });
+  });
 }
 
 export function isAlive(pid: number): boolean {
