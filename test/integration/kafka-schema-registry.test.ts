@@ -279,17 +279,18 @@ describe('Kafka with a Schema Registry', () => {
       const t = await topics(2);
       const subject = `${t.input}-value`;
       const v1 = await avroSerializer(subject, V1);
+      // Serialized before v2 exists (the serializer writes the subject's latest version).
+      const warm = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          v1.serialize(t.input, { id: `w${i}`, text: `warm ${i}` }),
+        ),
+      );
       // v2 is registered now, but the worker first meets it while the registry is down.
       await client().updateCompatibility(subject, Compatibility.BACKWARD);
       const v2 = await avroSerializer(subject, V2);
       const worker = await StreamWorker.start(workerConfig(t, 'avro'), { logger: silentLogger });
       const total = 600;
       try {
-        const warm = await Promise.all(
-          Array.from({ length: 100 }, (_, i) =>
-            v1.serialize(t.input, { id: `w${i}`, text: `warm ${i}` }),
-          ),
-        );
         await kit.produce(
           t.input,
           warm.map((value, i) => ({ partition: i % 2, key: `w${i}`, value })),
@@ -301,12 +302,13 @@ describe('Kafka with a Schema Registry', () => {
           done: (n) => n >= 100,
           firstProgressMs: 120_000,
         });
-        await registry.stop();
+        // Serialized while the registry is up: the test's producer needs it too.
         const load = await Promise.all(
           Array.from({ length: total - 100 }, (_, i) =>
             v2.serialize(t.input, { id: `o${i}`, text: `during ${i}`, lang: 'fr' }),
           ),
         );
+        await registry.stop();
         await kit.produce(
           t.input,
           load.map((value, i) => ({ partition: i % 2, key: `o${i}`, value })),
