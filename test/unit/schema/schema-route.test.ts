@@ -312,4 +312,62 @@ message Doc {
     // A 64-bit id beyond 2^53 stays exact.
     expect(read).toEqual({ id: '9007199254740993', text: 'hello', embedding: [5, 0.5, -0.25] });
   });
+
+  it('decodes a schema-format key too: a key that does not decode is dead-lettered', async () => {
+    const registry = new FakeRegistry();
+    const { processor } = processorFor(
+      `
+    input: { format: avro, keyFormat: avro, field: body.text }
+    output: { field: embedding }`,
+      registry,
+    );
+    const value = await avroBytes(registry, DOC_V1, { id: 1, body: { text: 'abc' } });
+    const keyId = await registry.client.register('docs-key', {
+      schemaType: 'AVRO',
+      schema: '"string"',
+    });
+    const goodKey = frame(keyId, Buffer.from([6, 0x6b, 0x65, 0x79]));
+    const ok = await processor.process({ ...record(value), key: goodKey });
+    expect(ok.kind).toBe('output');
+    if (ok.kind === 'output') expect(ok.record.key).toEqual(goodKey);
+    const bad = await processor.process({ ...record(value), key: Buffer.from('plain-key') });
+    expect(bad.kind).toBe('dead');
+    if (bad.kind === 'dead') {
+      expect(bad.code).toBe('SCHEMA_DECODE');
+      expect(bad.record.key?.toString()).toBe('plain-key');
+    }
+  });
+
+  it('writes a JSON record with a given schema, and dead-letters an output that does not fit it', async () => {
+    const registry = new FakeRegistry();
+    const schema = JSON.stringify({
+      type: 'record',
+      name: 'Scored',
+      fields: [
+        { name: 'text', type: 'string' },
+        { name: 'embedding', type: { type: 'array', items: 'float' } },
+      ],
+    });
+    const id = await registry.client.register('scored-value', { schemaType: 'AVRO', schema });
+    const { processor } = processorFor(
+      `
+    input: { format: json, field: text }
+    output: { field: embedding, schema: { subject: scored-value, version: latest } }`,
+      registry,
+    );
+    const outcome = await processor.process(record(Buffer.from('{"text":"hello"}')));
+    if (outcome.kind !== 'output') throw new Error(`expected an output, got ${outcome.kind}`);
+    expect(unframe(outcome.record.value, false).schemaId).toBe(id);
+    const read = (await new AvroDeserializer(registry.client, SerdeType.VALUE, {}).deserialize(
+      // The mock client finds an id only under its subject.
+      'scored',
+      outcome.record.value,
+    )) as { text: string; embedding: number[] };
+    expect(read).toEqual({ text: 'hello', embedding: [5, 0.5, -0.25] });
+    // A field the schema does not have is fine; a field of the wrong type is refused.
+    const extra = await processor.process(record(Buffer.from('{"text":"hello","x":1}')));
+    expect(extra.kind).toBe('output');
+    const wrong = await processor.process(record(Buffer.from('{"text":"hi","embedding":"no"}')));
+    expect(wrong.kind).toBe('dead');
+  });
 });
