@@ -11,6 +11,9 @@
 // leaving by SIGTERM (bench/lib/e2e-sigterm.ts). Its JSON line holds
 // "kafka_clients":{"platformatic":R1,"kafkajs":R2} (records/s ratio to in-process, best pass each)
 // and "sigterm_one_of_two":{client:{mode:{lost,duplicates,...}}}, with "lost" per client.
+// The one-client run ends with an Avro pass (bench/lib/e2e-avro.ts: Avro in, Avro out with a
+// derived schema, SCHEMA_REGISTRY_URL or the local registry) whose ratio, lost, duplicates and
+// bytes per record are the line's "avro"; --skip-avro leaves it out.
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,10 +28,11 @@ import { freePort } from '../scripts/services/process-control.ts';
 import { KafkaKit } from '../test/integration/helpers/kafka-kit.ts';
 import { parseE2eArgs, type KafkaClientName } from './lib/e2e-args.ts';
 import { sigtermPass, type DeliveryMode, type SigtermOutcome } from './lib/e2e-sigterm.ts';
+import { avroPass, benchRegistry, type AvroPass } from './lib/e2e-avro.ts';
 import { writeResultLine } from './lib/run-record.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const { records: count, rounds, client, clients } = parseE2eArgs(process.argv.slice(2));
+const { records: count, rounds, client, clients, avro } = parseE2eArgs(process.argv.slice(2));
 const WARMUP = 64;
 const started = performance.now();
 const log = (line: string): void => {
@@ -216,6 +220,29 @@ for (let round = 0; round < rounds; round += 1) {
   passes.push(await kafkaPass(false, client));
   passes.push(await kafkaPass(true, client));
 }
+// Avro in, Avro out with a derived schema: the best of `rounds` passes, telemetry off.
+const avroPasses: AvroPass[] = [];
+if (avro) {
+  const registry = await benchRegistry();
+  try {
+    for (let round = 0; round < rounds; round += 1)
+      avroPasses.push(
+        await avroPass({
+          kit,
+          registryUrl: registry.url,
+          modelPath,
+          pipeline,
+          records,
+          warmup,
+          partitions: PARTITIONS,
+          connection: connection(client),
+          log,
+        }),
+      );
+  } finally {
+    await registry.stop();
+  }
+}
 receiver.close();
 const best = (on: boolean): number =>
   Math.min(...passes.filter((p) => p.telemetry === on).map((p) => p.seconds));
@@ -244,6 +271,16 @@ writeResultLine({
   otlp: { requests: otlpRequests, bytes: otlpBytes },
   lost,
   duplicates,
+  ...(avroPasses.length > 0
+    ? {
+        avro: {
+          vs_in_process: round3(inProcessSeconds / Math.min(...avroPasses.map((p) => p.seconds))),
+          lost: avroPasses.reduce((n, p) => n + p.lost, 0),
+          duplicates: avroPasses.reduce((n, p) => n + p.duplicates, 0),
+          bytes_per_record: avroPasses[0]?.bytesPerRecord,
+        },
+      }
+    : {}),
 });
 
 /**

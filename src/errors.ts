@@ -19,7 +19,11 @@ export type ErrorCode =
   | 'CLOSED'
   | 'CONNECTION_REFUSED'
   | 'STARTUP_TIMEOUT'
-  | 'HUB_FAILED';
+  | 'HUB_FAILED'
+  | 'SCHEMA_UNKNOWN_ID'
+  | 'SCHEMA_DECODE'
+  | 'SCHEMA_REFUSED'
+  | 'REGISTRY_UNAVAILABLE';
 
 export interface HugotErrorOptions {
   cause?: unknown;
@@ -232,6 +236,45 @@ export class StartupTimeoutError extends HugotError {
   }
 }
 
+/** A record names a schema id the Schema Registry does not know (404): it goes to the DLQ. */
+export class SchemaUnknownError extends HugotError {
+  override name = 'SchemaUnknownError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('SCHEMA_UNKNOWN_ID', message, false, options);
+  }
+}
+
+/** A record's bytes are not the Confluent wire format, or do not decode with its writer's schema. */
+export class SchemaDecodeError extends HugotError {
+  override name = 'SchemaDecodeError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('SCHEMA_DECODE', message, false, options);
+  }
+}
+
+/**
+ * An output its schema refuses: the value does not fit the registered schema, or the registry
+ * refused the derived schema (incompatible with the subject's versions, or invalid).
+ */
+export class SchemaRefusedError extends HugotError {
+  override name = 'SchemaRefusedError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('SCHEMA_REFUSED', message, false, options);
+  }
+}
+
+/**
+ * The Schema Registry did not answer (refused connection, timeout, a 5xx, a refused credential
+ * mid-run): the records that need it wait and the request is retried with backoff. Never a dead
+ * letter: the record is fine.
+ */
+export class RegistryUnavailableError extends HugotError {
+  override name = 'RegistryUnavailableError';
+  constructor(message: string, options?: HugotErrorOptions) {
+    super('REGISTRY_UNAVAILABLE', message, true, options);
+  }
+}
+
 export interface SerializedError {
   name: string;
   code: ErrorCode | undefined;
@@ -298,6 +341,10 @@ const errorClasses: Record<string, ErrorClass> = {
   ConnectionError,
   StartupTimeoutError,
   HubError,
+  SchemaUnknownError,
+  SchemaDecodeError,
+  SchemaRefusedError,
+  RegistryUnavailableError,
 };
 
 export function deserializeError(s: SerializedError): Error {

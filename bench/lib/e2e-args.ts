@@ -1,6 +1,7 @@
 // bench:e2e's command line: --records N, --rounds R, and either --client platformatic|kafkajs (the
 // Kafka client of the worker under test; connections.kafka.client's default when not given) or
-// --clients (every client side by side in one run, with a two-worker SIGTERM pass for each).
+// --clients (every client side by side in one run, with a two-worker SIGTERM pass for each);
+// --skip-avro leaves out the Avro pass.
 import { parseArgs } from 'node:util';
 import { kafkaClients } from '../../src/config/connection-schema.ts';
 
@@ -12,6 +13,8 @@ export interface E2eArgs {
   client: KafkaClientName | undefined;
   /** --clients: the clients compared in one run (both), or empty for a one-client run. */
   clients: readonly KafkaClientName[];
+  /** The Avro pass (Schema Registry formats); --skip-avro leaves it out. */
+  avro: boolean;
 }
 
 export function parseE2eArgs(args: string[]): E2eArgs {
@@ -22,6 +25,7 @@ export function parseE2eArgs(args: string[]): E2eArgs {
       rounds: { type: 'string', default: '2' },
       client: { type: 'string' },
       clients: { type: 'boolean', default: false },
+      'skip-avro': { type: 'boolean', default: false },
     },
   });
   const records = Number(values.records);
@@ -42,5 +46,6 @@ export function parseE2eArgs(args: string[]): E2eArgs {
     rounds,
     client: client as KafkaClientName | undefined,
     clients: values.clients ? kafkaClients : [],
+    avro: !values['skip-avro'],
   };
 }

@@ -14,8 +14,10 @@ const FILE_FIELDS = [
 
 /** Certificate and secret files are relative to the config file, as model paths are. */
 export function resolveConnectionPaths(config: WorkerConfig, base: string): void {
-  const { kafka, redis } = config.connections;
-  for (const holder of [kafka?.tls, kafka?.sasl, redis, redis?.tls]) {
+  const { kafka, redis, schemaRegistry } = config.connections;
+  const holders: (object | undefined)[] = [kafka?.tls, kafka?.sasl, redis, redis?.tls];
+  holders.push(schemaRegistry?.auth, schemaRegistry?.tls);
+  for (const holder of holders) {
     if (holder === undefined) continue;
     const fields = holder as Partial<Record<(typeof FILE_FIELDS)[number], string>>;
     for (const key of FILE_FIELDS) {

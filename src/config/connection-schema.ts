@@ -1,4 +1,4 @@
-// connections.kafka and connections.redis: where the brokers are and how to prove who we are.
+// connections.kafka, connections.redis and connections.schemaRegistry: where the brokers are and how to prove who we are.
 // Secrets never have to sit in the file: each one can come from an environment variable
 // (`passwordEnv: NAME`), a file (`passwordFile: /run/secrets/x`, re-read by nothing but start-up,
 // except OAUTHBEARER tokens) or `${NAME}` interpolation of an inline field. docs/security.md.
@@ -87,7 +87,44 @@ export const redisConnectionSchema = z
   })
   .strict();
 
+/**
+ * A registry URL is http(s)://host:port[/path]; one with user:password@ in it would carry a secret
+ * into logs and `validate-config`, so it is refused and the credentials sent to `auth`.
+ */
+const registryUrl = name
+  .refine(
+    (value) => /^https?:\/\//.test(value),
+    'a Schema Registry URL starts with http:// or https://',
+  )
+  .refine(
+    (value) => !/^https?:\/\/[^/]*@/.test(value),
+    'credentials in a registry URL (user:password@host) are refused, so that they never reach a log: give them under connections.schemaRegistry.auth (usernameEnv / passwordEnv, or tokenEnv)',
+  );
+
+/** Basic (an API key and secret, a user and password) or a bearer token; at most one. */
+const registryAuthSchema = z.discriminatedUnion('type', [
+  z
+    .object({ type: z.literal('basic'), ...secretFields('username'), ...secretFields('password') })
+    .strict(),
+  z.object({ type: z.literal('bearer'), ...secretFields('token') }).strict(),
+]);
+
+export const schemaRegistryConnectionSchema = z
+  .object({
+    /** One or more base URLs of the same registry cluster, tried in order on each request. */
+    urls: z.array(registryUrl).min(1),
+    auth: registryAuthSchema.optional(),
+    /** Present (even `{}`): the TLS settings of https:// URLs (CA, client certificate). */
+    tls: tlsSchema.optional(),
+    /** Milliseconds one request may take before it counts as an outage and is retried. */
+    requestTimeoutMs: z.number().int().min(1).default(10_000),
+    /** Schemas kept by id (and derived output schemas); writers rarely use more than a few. */
+    cacheCapacity: z.number().int().min(1).default(1000),
+  })
+  .strict();
+
 export type TlsConfig = z.output<typeof tlsSchema>;
 export type SaslConfig = z.output<typeof saslSchema>;
 export type KafkaConnectionConfig = z.output<typeof kafkaConnectionSchema>;
 export type RedisConnectionConfig = z.output<typeof redisConnectionSchema>;
+export type SchemaRegistryConnectionConfig = z.output<typeof schemaRegistryConnectionSchema>;

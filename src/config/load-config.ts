@@ -13,6 +13,7 @@ import { readsAudio, readsImageField, readsImages } from '../pipelines/registry.
 import { resolveConnectionPaths } from './connection-paths.ts';
 import { routeLoopProblems } from './route-loops.ts';
 import { vectorSizeProblems, vectorTaskProblems } from './vector-output.ts';
+import { isSchemaFormat } from './record-format-schema.ts';
 import { configSchema, type RouteConfig, type WorkerConfig } from './schema.ts';
 
 export type Environment = Record<string, string | undefined>;
@@ -236,6 +237,7 @@ function referenceProblems(config: WorkerConfig): ConfigProblem[] {
     problems.push(...routeLoopProblems(route, at));
     checkGenerationRoute(config, route, at, problem);
     checkInputRoute(config, route, at, problem);
+    checkSchemaRoute(config, route, at, problem);
   });
   problems.push(...vectorTaskProblems(config));
   return problems;
@@ -274,6 +276,59 @@ function checkInputRoute(
     problem(
       `${at}.input.images.from: path reads a path from a text field, but input.format bytes takes the record's bytes as the image; use input.format json or text`,
       { field: `${at}.input.images.from` },
+    );
+}
+
+/** Schema Registry formats: Kafka ends, a registry connection, and what derive can add. */
+function checkSchemaRoute(
+  config: WorkerConfig,
+  route: RouteConfig,
+  at: string,
+  problem: Report,
+): void {
+  const { format, keyFormat } = route.input;
+  const schemaIn = isSchemaFormat(format);
+  for (const [field, value] of [
+    ['format', format],
+    ['keyFormat', keyFormat],
+  ] as const)
+    if (isSchemaFormat(value) && route.source.type !== 'kafka')
+      problem(
+        `${at}.input.${field}: ${value} records come from Kafka in the Confluent wire format; use a kafka source or input.${field} ${field === 'format' ? 'json' : 'bytes'}`,
+        { field: `${at}.input.${field}` },
+      );
+  const schema = route.output.schema ?? (schemaIn ? 'derive' : undefined);
+  const needsRegistry = schemaIn || isSchemaFormat(keyFormat) || route.output.schema !== undefined;
+  if (needsRegistry && config.connections.schemaRegistry === undefined)
+    problem(
+      `${at} uses a Schema Registry format, but connections.schemaRegistry is missing; add connections.schemaRegistry.urls`,
+      { field: 'connections.schemaRegistry' },
+    );
+  if (needsRegistry && config.pipelines[route.pipeline]?.generative !== undefined)
+    problem(
+      `${at}: a generative pipeline writes JSON records (and streamed partials); Schema Registry formats are for batch pipelines`,
+      { field: `${at}.input.format` },
+    );
+  if (route.output.schema !== undefined && route.sink.type !== 'kafka')
+    problem(
+      `${at}.output.schema: outputs with a schema are written to Kafka; use a kafka sink or remove output.schema`,
+      { field: `${at}.output.schema` },
+    );
+  if (schema !== 'derive' || route.sink.type !== 'kafka') return;
+  if (!schemaIn)
+    problem(
+      `${at}.output.schema: derive adds the output field to the input's schema, and input.format ${format} has none; use input.format avro, protobuf or json-schema, or give output.schema {subject, version}`,
+      { field: `${at}.output.schema` },
+    );
+  if (route.output.mode !== 'merge')
+    problem(
+      `${at}.output.mode: output.schema derive adds the output field to the input record; use output.mode merge, or give output.schema {subject, version} for the result alone`,
+      { field: `${at}.output.mode` },
+    );
+  if (route.output.field.includes('.'))
+    problem(
+      `${at}.output.field: output.schema derive adds a top-level field; '${route.output.field}' is a path, use a plain name`,
+      { field: `${at}.output.field` },
     );
 }
 

@@ -14,7 +14,17 @@ import { ONNX_VARIANTS } from '../models/onnx-layout.ts';
 import { runtimeOptionsSchema } from '../runtime/runtime-options.ts';
 import { shardSchema } from '../shards/shard-spec.ts';
 import { DEFAULT_SHARDS } from '../shards/device-name.ts';
-import { kafkaConnectionSchema, redisConnectionSchema } from './connection-schema.ts';
+import {
+  kafkaConnectionSchema,
+  redisConnectionSchema,
+  schemaRegistryConnectionSchema,
+} from './connection-schema.ts';
+import {
+  outputSchemaSchema,
+  RECORD_FORMATS,
+  SCHEMA_FORMATS,
+  SUBJECT_NAMINGS,
+} from './record-format-schema.ts';
 import {
   generativePipelineSchema,
   outputStreamSchema,
@@ -275,15 +285,23 @@ const routeSchema = z
       .object({
         /**
          * 'json': the record is JSON and `field` picks the input; 'text': the whole record is the
-         * input; 'bytes': the record's raw bytes are the input (an image in a binary Kafka value).
+         * input; 'bytes': the record's raw bytes are the input (an image in a binary Kafka value);
+         * 'avro' | 'protobuf' | 'json-schema': a Kafka value in the Confluent wire format, decoded
+         * with its writer's schema from connections.schemaRegistry, `field` picking the input.
          */
-        format: z.enum(['json', 'text', 'bytes']).default('json'),
+        format: z.enum(RECORD_FORMATS).default('json'),
+        /**
+         * The Kafka key: 'bytes' passes it through untouched; a schema format decodes it with its
+         * writer's schema too (a key that does not decode is dead-lettered). Outputs keep the
+         * key's bytes either way.
+         */
+        keyFormat: z.enum(['bytes', ...SCHEMA_FORMATS]).default('bytes'),
         field: z.string().default('text'),
         /** Image tasks: what a string input is (docs/security.md#image-inputs). */
         images: imageInputSchema.optional(),
       })
       .strict()
-      .default({ format: 'json', field: 'text' }),
+      .default({ format: 'json', keyFormat: 'bytes', field: 'text' }),
     output: z
       .object({
         /** 'merge': the input record with the result at `field`; 'result': the result alone. */
@@ -302,6 +320,14 @@ const routeSchema = z
         stream: outputStreamSchema.optional(),
         /** featureExtraction and imageFeatureExtraction only: compact vectors. */
         vectors: vectorOutputSchema.optional(),
+        /**
+         * The output value's schema (Kafka sinks): 'derive' (the default for a schema input
+         * format) is the input's schema plus the output field; `{subject, version}` a schema
+         * already registered. docs/sources-and-sinks.md#schema-registry-formats.
+         */
+        schema: outputSchemaSchema.optional(),
+        /** output.schema derive: the subject it is registered under (record-format-schema.ts). */
+        subjectNaming: z.enum(SUBJECT_NAMINGS).default('topic'),
       })
       .strict()
       .default({
@@ -310,6 +336,7 @@ const routeSchema = z
         overwrite: false,
         keys: 'python',
         returnFullText: true,
+        subjectNaming: 'topic',
       }),
     /** Generative pipelines only: per-request deadline, options and id from the record. */
     generation: routeGenerationSchema.optional(),
@@ -333,6 +360,8 @@ export const configSchema = z
       .object({
         kafka: kafkaConnectionSchema.optional(),
         redis: redisConnectionSchema.optional(),
+        /** Avro, Protobuf and JSON Schema records (docs/sources-and-sinks.md#schema-registry-formats). */
+        schemaRegistry: schemaRegistryConnectionSchema.optional(),
       })
       .strict()
       .default({}),

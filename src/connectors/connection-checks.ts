@@ -5,6 +5,7 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { Environment } from '../config/secrets.ts';
 import { silentLogger } from '../logger.ts';
 import { Connections } from './connections.ts';
+import { redactText } from '../redaction.ts';
 
 export function checkConnections(config: WorkerConfig, env: Environment = process.env): void {
   Connections.resolve(config, silentLogger, env);
@@ -27,6 +28,12 @@ export function describeConnections(config: WorkerConfig): string[] {
     if (acl !== undefined) how.push('ACL user');
     else if (redis.password ?? redis.passwordEnv ?? redis.passwordFile) how.push('password');
     lines.push(`redis (${how.join(', ')})`);
+  }
+  const registry = config.connections.schemaRegistry;
+  if (registry !== undefined) {
+    const how = [registry.urls.every((u) => u.startsWith('https://')) ? 'TLS' : 'plaintext'];
+    if (registry.auth !== undefined) how.push(`${registry.auth.type} auth`);
+    lines.push(`schema registry ${registry.urls.map(redactText).join(',')} (${how.join(', ')})`);
   }
   return lines;
 }

@@ -12,6 +12,9 @@ import type { KafkaDriver } from './kafka/driver.ts';
 import { createKafkaDriver } from './kafka/driver-for.ts';
 import { kafkaSecurityOf, type KafkaSecurity } from './kafka/kafka-security.ts';
 import { redisTargetOf, type RedisTarget } from './redis/redis-connection.ts';
+import { Backoff } from './backoff.ts';
+import { RegistryConnection } from '../schema/registry-connection.ts';
+import { registryTargetOf, type RegistryTarget } from '../schema/registry-target.ts';
 
 type DeliveryMode = WorkerConfig['delivery']['mode'];
 
@@ -22,12 +25,16 @@ export class Connections {
   private readonly mode: DeliveryMode;
   private readonly logger: Logger;
   private driver: KafkaDriver | undefined;
+  private readonly registryTarget: RegistryTarget | undefined;
+  private registry: RegistryConnection | undefined;
 
   private constructor(config: WorkerConfig, logger: Logger, env: Environment) {
-    const { kafka, redis } = config.connections;
+    const { kafka, redis, schemaRegistry } = config.connections;
     this.kafkaConfig = kafka;
     this.kafkaSecurity = kafka === undefined ? undefined : kafkaSecurityOf(kafka, env);
     this.redisTarget = redis === undefined ? undefined : redisTargetOf(redis, env);
+    this.registryTarget =
+      schemaRegistry === undefined ? undefined : registryTargetOf(schemaRegistry, env);
     this.mode = config.delivery.mode;
     this.logger = logger;
   }
@@ -64,6 +71,28 @@ export class Connections {
         { field: 'connections.redis' },
       );
     return this.redisTarget;
+  }
+
+  /** The worker's Schema Registry connection, made on first use and shared by every route. */
+  schemaRegistry(field: string): RegistryConnection {
+    if (this.registry !== undefined) return this.registry;
+    if (this.registryTarget === undefined)
+      throw new ConfigError(
+        `${field} uses a Schema Registry format, but connections.schemaRegistry is missing; add connections.schemaRegistry.urls`,
+        { field: 'connections.schemaRegistry' },
+      );
+    // Outages are retried soon at first: a registry blip should not hold records for long.
+    this.registry = RegistryConnection.of(
+      this.registryTarget,
+      this.logger,
+      () => new Backoff({ initialMs: 200, maxMs: 5_000 }),
+    );
+    return this.registry;
+  }
+
+  /** Ends every wait for the registry (the worker is stopping); nothing else to close. */
+  closeSchemaRegistry(): void {
+    this.registry?.close();
   }
 
   /** The brokers, for log lines and start-up waits; undefined without connections.kafka. */

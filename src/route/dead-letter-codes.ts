@@ -22,7 +22,12 @@ export interface DeadLetterCodeInfo {
  */
 type ErrorDeadLetterCode = Exclude<
   ErrorCode,
-  'SINK_FAILED' | 'CLOSED' | 'CONNECTION_REFUSED' | 'STARTUP_TIMEOUT' | 'HUB_FAILED'
+  | 'SINK_FAILED'
+  | 'CLOSED'
+  | 'CONNECTION_REFUSED'
+  | 'STARTUP_TIMEOUT'
+  | 'HUB_FAILED'
+  | 'REGISTRY_UNAVAILABLE'
 >;
 
 export const DEAD_LETTER_CODES = {
@@ -57,6 +62,18 @@ export const DEAD_LETTER_CODES = {
     stage: 'decode',
     retriable: false,
     meaning: 'The record is not JSON (`input.format: json`).',
+  },
+  SCHEMA_UNKNOWN_ID: {
+    stage: 'decode',
+    retriable: false,
+    meaning:
+      'The record (value or key) names a schema id the Schema Registry does not know (`input.format` or `input.keyFormat` `avro`, `protobuf`, `json-schema`).',
+  },
+  SCHEMA_DECODE: {
+    stage: 'decode',
+    retriable: false,
+    meaning:
+      "The record is not in the Confluent wire format (magic byte 0, schema id), or its bytes do not decode with the writer's schema.",
   },
   RECORD_TOO_LARGE: {
     stage: 'validate',
@@ -183,6 +200,12 @@ export const DEAD_LETTER_CODES = {
     retriable: false,
     meaning:
       "The pipeline's vector has fewer values than `output.vectors.dimensions` (a model whose `config.json` does not give its size).",
+  },
+  SCHEMA_REFUSED: {
+    stage: 'output',
+    retriable: false,
+    meaning:
+      "The output does not fit `output.schema`, or the registry refused the derived schema (incompatible with the subject's versions); the message says which.",
   },
   OUTPUT_TOO_LARGE: {
     stage: 'sink',

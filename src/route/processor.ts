@@ -15,7 +15,7 @@ import {
   type StageOf,
 } from './dead-letter-codes.ts';
 import { checkGenerationOutput } from './generation-output.ts';
-import { getPath } from './field-path.ts';
+import { getPath, setPath } from './field-path.ts';
 import { AudioInputs, AudioRefusedError } from './audio-input.ts';
 import { ImageInputs, ImageRefusedError } from './image-input.ts';
 import { OverLimitError, checkInputShape } from './input-shape.ts';
@@ -36,6 +36,8 @@ import {
 } from './vector-output.ts';
 import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
+import { isSchemaFormat } from '../config/record-format-schema.ts';
+import type { Decoded, RouteSchemas } from '../schema/route-schemas.ts';
 
 export type Outcome =
   | {
@@ -52,7 +54,7 @@ export type Outcome =
 /** What a submit may need besides the input: generation derives a request id and options from it. */
 export interface SubmitContext {
   record: SourceRecord;
-  /** The record as JSON (input.format json), else undefined. */
+  /** The record as JSON (input.format json) or as decoded by its schema, else undefined. */
   parsed: unknown;
 }
 
@@ -85,6 +87,8 @@ const messageOf = (err: unknown): string => (err instanceof Error ? err.message 
 export interface ProcessorOptions {
   /** The route's pipeline's options as declared: what the task's long-text and Python shapes read. */
   pipelineOptions?: Record<string, unknown>;
+  /** Schema Registry formats in (input.format, keyFormat) and out (output.schema). */
+  schemas?: RouteSchemas | undefined;
 }
 
 export class RecordProcessor {
@@ -102,6 +106,7 @@ export class RecordProcessor {
   private readonly decoderOnly: boolean;
   private readonly shapeOutput: OutputShaper;
   private readonly encodeVectors: VectorShaper;
+  private readonly schemas: RouteSchemas | undefined;
 
   constructor(
     route: RouteConfig,
@@ -111,6 +116,7 @@ export class RecordProcessor {
     options: ProcessorOptions = {},
   ) {
     const pipelineOptions = options.pipelineOptions ?? {};
+    this.schemas = options.schemas;
     this.cutsLongText = findTask(task)?.cutsLongText?.(pipelineOptions) === true;
     this.decoderOnly = executionOf(task) === 'decoderOnly';
     this.shapeOutput = outputShaper(task, route.output, pipelineOptions);
@@ -172,10 +178,19 @@ export class RecordProcessor {
         `the record is ${record.value.length} bytes, over limits.maxRecordBytes (${limits.maxRecordBytes})`,
       );
     }
-    const { format, field } = this.route.input;
+    const { format, field, keyFormat } = this.route.input;
     at.stage = 'decode';
     let text: string | undefined;
-    if (format !== 'bytes') {
+    let decoded: Decoded | undefined;
+    const schemas = this.schemas;
+    if (isSchemaFormat(format) || isSchemaFormat(keyFormat)) {
+      if (schemas === undefined) throw new Error('a schema format without its registry');
+      if (isSchemaFormat(keyFormat) && record.key !== null && record.key.length > 0)
+        await schemas.decode(record.key, keyFormat, 'key', record.signal);
+      if (isSchemaFormat(format))
+        decoded = await schemas.decode(record.value, format, 'value', record.signal);
+    }
+    if (format !== 'bytes' && decoded === undefined) {
       try {
         text = utf8.decode(record.value);
       } catch {
@@ -186,7 +201,16 @@ export class RecordProcessor {
     let input: unknown;
     if (format === 'bytes') input = record.value;
     else if (format === 'text') input = text;
-    else {
+    else if (decoded !== undefined) {
+      parsed = decoded.value;
+      input = getPath(parsed, field);
+      if (input === undefined || input === null)
+        throw new Refusal(
+          'validate',
+          'FIELD_MISSING',
+          `the record has no '${field}' field (route input.field)`,
+        );
+    } else {
       // Checked before parsing: what a deep value breaks (JSON.stringify, the copy to an
       // inference thread) recurses, and a stack overflow there must not be the first sign.
       if (nestsDeeperThan(text as string, limits.maxJsonDepth))
@@ -210,7 +234,7 @@ export class RecordProcessor {
     }
     at.stage = 'validate';
     const recordInput = input;
-    const label = format === 'json' ? `'${field}'` : 'the record';
+    const label = format === 'json' || decoded !== undefined ? `'${field}'` : 'the record';
     if (this.imageField) input = await this.imageFieldInput(input, label, field);
     else if (this.images !== undefined) {
       try {
@@ -262,9 +286,28 @@ export class RecordProcessor {
       throw new Refusal('output', 'VECTOR_TOO_SHORT', err.message);
     }
     const plain = toPlain(vectors.result);
+    const written = schemas?.output;
+    if (written !== undefined) {
+      const value = this.route.output.mode === 'merge' ? this.merged(parsed, text, plain) : plain;
+      return {
+        kind: 'output',
+        result: plain,
+        source: record,
+        ...(cut !== undefined ? { cut } : {}),
+        record: {
+          key: record.key,
+          value: await written.encode(value, plain, decoded, record.signal),
+          headers: { ...withoutErrorHeaders(record.headers), ...vectors.headers },
+          origin: record.origin,
+        },
+      };
+    }
     const resultJson = JSON.stringify(plain);
     let value = resultJson;
-    if (this.route.output.mode === 'merge') {
+    if (decoded !== undefined && this.route.output.mode === 'merge')
+      // A record decoded by its schema, written as JSON (a sink without output.schema).
+      value = JSON.stringify(toPlain(this.merged(parsed, text, plain)));
+    else if (this.route.output.mode === 'merge') {
       // Spliced into the record's own text: nothing outside the output field changes.
       const base = format === 'json' ? (text as string) : JSON.stringify({ input: text });
       try {
@@ -293,6 +336,30 @@ export class RecordProcessor {
         origin: record.origin,
       },
     };
+  }
+
+  /**
+   * The record with the result at output.field, for an output written with a schema: the decoded
+   * record (or the JSON record, parsed) copied, nothing else in it changed.
+   */
+  private merged(parsed: unknown, text: string | undefined, result: unknown): unknown {
+    const base = parsed ?? (text === undefined ? undefined : (JSON.parse(text) as unknown));
+    const { field, overwrite } = this.route.output;
+    if (base === null || typeof base !== 'object' || Array.isArray(base))
+      throw new Refusal(
+        'output',
+        'NOT_AN_OBJECT',
+        `cannot add the result at '${field}': the record is not an object`,
+      );
+    if (!overwrite && getPath(base, field) !== undefined && getPath(base, field) !== null)
+      throw new Refusal(
+        'output',
+        'OUTPUT_FIELD_EXISTS',
+        `the record already has '${field}' (output.field); set output.overwrite: true to replace it`,
+      );
+    const copy = { ...(base as Record<string, unknown>) };
+    setPath(copy, field, result);
+    return copy;
   }
 
   /**

@@ -1,5 +1,5 @@
 // What a config's routes need from outside before the worker starts: the Kafka cluster with every
-// topic a route reads or writes, and Redis. Each is a start-up Dependency (startup-wait.ts).
+// topic a route reads or writes, Redis, and the Schema Registry. Each is a start-up Dependency (startup-wait.ts).
 import { Redis } from 'ioredis';
 import type { SinkConfig, SourceConfig } from '../config/schema.ts';
 import type { Connections } from '../connectors/connections.ts';
@@ -9,6 +9,7 @@ import {
   isFatalRedisError,
   type RedisTarget,
 } from '../connectors/redis/redis-connection.ts';
+import { RouteSchemas } from '../schema/route-schemas.ts';
 import type { Dependency } from './startup-wait.ts';
 import type { WorkerPlan } from './worker-plan.ts';
 
@@ -50,6 +51,17 @@ export function startupDependencies(plan: WorkerPlan): Dependency[] {
     });
   }
   if (redis) dependencies.push(redisDependency(connections));
+  if (plan.routes.some(({ route }) => RouteSchemas.needed(route))) {
+    const { registry } = connections.schemaRegistry('routes');
+    dependencies.push({
+      name: registry.name,
+      async missing() {
+        // An outage rejects (the wait retries it); refused credentials end the wait (exit 2).
+        await registry.ping();
+        return [];
+      },
+    });
+  }
   return dependencies;
 }
 

@@ -22,6 +22,11 @@ import type { RouteProgress } from '../telemetry/progress.ts';
 import { StreamedGeneration } from '../route/streamed-generation.ts';
 import { HealthState } from '../telemetry/health.ts';
 import { WorkerTelemetry } from '../telemetry/worker-telemetry.ts';
+import type { RegistryConnection } from '../schema/registry-connection.ts';
+import { RouteSchemas } from '../schema/route-schemas.ts';
+
+/** The health key of the worker's Schema Registry connection (/readyz). */
+const REGISTRY_HEALTH = 'schema-registry';
 
 export interface StreamWorkerOptions {
   logger: Logger;
@@ -42,6 +47,8 @@ export class StreamWorker {
   private stopping: Promise<void> | undefined;
   private observe!: WorkerTelemetry;
   private readonly healthListeners: Set<(route: string, health: ConnectionHealth) => void>;
+  /** Ends the waits of records for the Schema Registry: they are left to be read again. */
+  private closeRegistry: () => void = () => undefined;
 
   private constructor(
     engine: BatchEngine | undefined,
@@ -100,6 +107,15 @@ export class StreamWorker {
     const sinks: Sink[] = [];
     const healthListeners = new Set<(route: string, health: ConnectionHealth) => void>();
     healthListeners.add((route, health) => observe.sourceHealth(route, health));
+    // One registry for the worker: its outage makes the worker not ready, saying why.
+    let registry: RegistryConnection | undefined;
+    const registryOf = (): RegistryConnection => {
+      if (registry !== undefined) return registry;
+      registry = connections.schemaRegistry('routes');
+      observe.health.addSink(REGISTRY_HEALTH, 'Schema Registry');
+      registry.onHealth((health) => observe.health.connectionHealth(REGISTRY_HEALTH, health));
+      return registry;
+    };
     try {
       for (const { name, route, task, pipelineOptions } of plan.routes) {
         const routeLogger = childLogger(logger, { route: name });
@@ -139,6 +155,9 @@ export class StreamWorker {
         }
         const processor = new RecordProcessor(route, task, config.limits, submit, {
           pipelineOptions,
+          schemas: RouteSchemas.needed(route)
+            ? new RouteSchemas(route, registryOf(), routeLogger)
+            : undefined,
         });
         const runner = observe.runner(
           {
@@ -191,6 +210,7 @@ export class StreamWorker {
       logger,
       healthListeners,
     );
+    worker.closeRegistry = () => connections.closeSchemaRegistry();
     worker.observe = observe;
     observe.running(() => worker.counters());
     return worker;
@@ -244,6 +264,8 @@ export class StreamWorker {
     // pool close this replaces was in play both times a native abort was seen on SIGTERM under
     // load (docs/operations.md); that it was the cause is not established.
     this.engine?.giveUpQueued();
+    // Records waiting out a Schema Registry outage are queued too: they are left to be read again.
+    this.closeRegistry();
     void Promise.all(closeAll([...this.generative.values()], 'abort')).catch(() => undefined);
   }
 

@@ -34,13 +34,14 @@ describe('config', () => {
       commitIntervalMs: 1000,
       maxAttempts: 5,
     });
-    expect(config.routes[0]?.input).toEqual({ format: 'json', field: 'text' });
+    expect(config.routes[0]?.input).toEqual({ format: 'json', keyFormat: 'bytes', field: 'text' });
     expect(config.routes[0]?.output).toEqual({
       mode: 'merge',
       field: 'result',
       overwrite: false,
       keys: 'python',
       returnFullText: true,
+      subjectNaming: 'topic',
     });
     expect(config.shards).toEqual(['cpu']);
     expect(config.limits).toEqual({

@@ -62,6 +62,7 @@ describe('generation route config', () => {
       overwrite: false,
       keys: 'python',
       returnFullText: true,
+      subjectNaming: 'topic',
       stream: { everyTokens: 4 },
     });
     expect(parsed.routes[0]?.generation).toEqual({ timeoutMs: 5000, optionsField: 'options' });

@@ -5,7 +5,14 @@ import { parseE2eArgs } from '../../../bench/lib/e2e-args.ts';
 
 describe('bench:e2e arguments', () => {
   it('defaults: 2000 records, 2 rounds, the config default client, one client', () => {
-    expect(parseE2eArgs([])).toEqual({ records: 2000, rounds: 2, client: undefined, clients: [] });
+    expect(parseE2eArgs([])).toEqual({
+      records: 2000,
+      rounds: 2,
+      client: undefined,
+      clients: [],
+      avro: true,
+    });
+    expect(parseE2eArgs(['--skip-avro']).avro).toBe(false);
   });
 
   it('--client platformatic|kafkajs', () => {
@@ -23,6 +30,7 @@ describe('bench:e2e arguments', () => {
       rounds: 1,
       client: undefined,
       clients: ['platformatic', 'kafkajs'],
+      avro: true,
     });
   });
 

@@ -72,6 +72,7 @@ function route(everyTokens: number | undefined): { output: RouteConfig['output']
       overwrite: false,
       keys: 'python',
       returnFullText: true,
+      subjectNaming: 'topic',
       ...(everyTokens !== undefined ? { stream: { everyTokens } } : {}),
     },
   };

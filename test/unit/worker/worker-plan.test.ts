@@ -125,4 +125,30 @@ connections: { redis: { url: 'redis://r:6379' } }
     const plan = compileWorkerPlan(config, silentLogger, values);
     expect(() => plan.connections.kafka('sink')).toThrow(/connections\.kafka\.brokers/);
   });
+
+  it('waits at start-up for the Schema Registry a route needs, its secret read once with the plan', () => {
+    const text = `
+models: { m: { path: models/x } }
+pipelines: { embed: { task: featureExtraction, model: m } }
+routes:
+  - source: { type: kafka, topic: in, groupId: g }
+    pipeline: embed
+    input: { format: avro }
+    sink: { type: kafka, topic: out }
+connections:
+  kafka: { brokers: ['b:1'] }
+  schemaRegistry:
+    urls: ['https://sr:8081']
+    auth: { type: bearer, tokenEnv: SR_TOKEN }
+`;
+    const srValues = { SR_TOKEN: 'sr-secret' };
+    const { env, reads } = countingEnv(srValues);
+    const plan = compileWorkerPlan(parseConfigText(text, srValues), silentLogger, env);
+    const afterCompile = new Map(reads);
+    expect(afterCompile.get('SR_TOKEN')).toBe(1);
+    const names = startupDependencies(plan).map((d) => d.name);
+    expect(names).toEqual(['Kafka at b:1', 'Schema Registry at https://sr:8081']);
+    expect(plan.connections.schemaRegistry('route')).toBe(plan.connections.schemaRegistry('x'));
+    expect(reads).toEqual(afterCompile);
+  });
 });
