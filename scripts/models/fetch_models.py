@@ -114,7 +114,8 @@ HOW = {
 
 
 # What the real-weight parity tests read (test/parity/minilm.parity.test.ts, smollm2-*.test.ts); the
-# others are benchmark-only, and CI (.ci/run, `--tests`) skips them to stay within its time.
+# others are benchmark-only. CI builds these two without torch (build_weights.py, models:ensure);
+# `--tests` here rebuilds them with torch, to make their references again (export_references.py).
 TEST_MODELS = ["all-MiniLM-L6-v2", smollm2.NAME]
 BUILDING = ".building"
 

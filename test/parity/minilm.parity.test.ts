@@ -1,7 +1,8 @@
 // all-MiniLM-L6-v2 with real weights: the committed int8 model against Python onnxruntime on the
 // same file (runs everywhere), its fidelity to the fp32 sentence-transformers model, and the fetched
-// fp32 model against sentence-transformers (runs when `npm run models:fetch` has filled
-// .cache/models; skipped, and reported as skipped, otherwise, except in CI: fetched-models.ts).
+// fp32 model against sentence-transformers' committed embeddings (test/fixtures/real-weights; runs
+// when `npm run models:ensure` or `models:fetch` has filled .cache/models; skipped, and reported as
+// skipped, otherwise, except in CI: fetched-models.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,14 +18,15 @@ import { cpuKernelFeatures, sameFeatures } from './cpu-features.ts';
 import type { GoldenCase, Goldens } from './goldens.ts';
 import { forPipeline, GOLDEN } from './parity-case.ts';
 import { missingWeights, whenFetched } from './fetched-models.ts';
+import { readMiniLmReferences } from './real-weight-references.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const INT8 = join(ROOT, 'models', 'all-MiniLM-L6-v2-int8');
 const FP32 = join(ROOT, '.cache', 'models', 'all-MiniLM-L6-v2');
 const CORPUS = join(ROOT, '.cache', 'corpus', 'spam-assassin.jsonl');
-const fetched = existsSync(join(FP32, 'goldens.json')) && existsSync(CORPUS);
+const fetched = existsSync(join(FP32, 'model.onnx')) && existsSync(CORPUS);
 // A cache fetched before the builder copied sentence-transformers' own files has no defaults to
-// follow: `npm run models:fetch -- --force --only all-MiniLM-L6-v2` brings them.
+// follow: `npm run models:ensure` after removing .cache/models/all-MiniLM-L6-v2 brings them.
 const fetchedWithSentenceTransformers =
   fetched && existsSync(join(FP32, 'sentence_bert_config.json'));
 const SAMPLE = join(ROOT, 'test', 'fixtures', 'corpus', 'sample.jsonl');
@@ -177,11 +179,10 @@ describe('featureExtraction', forPipeline('featureExtraction'), () => {
   describe('all-MiniLM-L6-v2 fp32 (fetched) against sentence-transformers', () => {
     /** Embeds the reference corpus texts: the worst cosine to sentence-transformers' encode. */
     async function againstReference(
-      options: (golden: GoldenCase) => FeatureExtractionOptions,
+      options: (reference: Record<string, unknown>) => FeatureExtractionOptions,
     ): Promise<{ worst: number; maxAbsDiff: number; longTexts: number }> {
-      const golden = readGoldensAt(FP32).pipeline[0];
-      if (golden === undefined) throw new Error('no reference embeddings in the fetched goldens');
-      const { corpus_ids: ids } = golden.call.inputs as { corpus_ids: string[] };
+      const { corpusIds: ids, options: referenceOptions, embeddings } = readMiniLmReferences();
+      expect(embeddings).toHaveLength(ids.length);
       const byId = new Map<string, string>();
       for (const line of readFileSync(CORPUS, 'utf8').split('\n')) {
         if (line === '') continue;
@@ -197,18 +198,17 @@ describe('featureExtraction', forPipeline('featureExtraction'), () => {
       const store = new ModelStore();
       try {
         const model = await store.load({ path: FP32, onnxFile: 'model.onnx' });
-        const pipeline = new FeatureExtractionPipeline(model, options(golden));
+        const pipeline = new FeatureExtractionPipeline(model, options(referenceOptions));
         const tokenizer = model.tokenizer;
         if (tokenizer === undefined) throw new Error('the fetched model has no tokenizer');
         // Texts past 256 tokens are the ones the truncation length decides.
         const lengths = await tokenizer.encode(texts, { truncation: false });
-        const expected = golden.output as number[][];
         let worst = 1;
         let maxAbsDiff = 0;
         for (let start = 0; start < texts.length; start += 32) {
           const vectors = (await pipeline.run(texts.slice(start, start + 32))) as Float32Array[];
           vectors.forEach((v, i) => {
-            const reference = expected[start + i] ?? [];
+            const reference = embeddings[start + i] ?? [];
             worst = Math.min(worst, cosine(v, reference));
             maxAbsDiff = Math.max(
               maxAbsDiff,
@@ -224,13 +224,13 @@ describe('featureExtraction', forPipeline('featureExtraction'), () => {
     }
 
     whenFetched(fetched)(
-      'cosine >= 0.9999 on every corpus text (needs npm run models:fetch)',
+      'cosine >= 0.9999 on every corpus text (needs npm run models:ensure)',
       GOLDEN,
       async ({ task }) => {
         if (!fetched) throw missingWeights('all-MiniLM-L6-v2 fp32 (or the corpus)');
-        const { worst, maxAbsDiff } = await againstReference((golden) => ({
+        const { worst, maxAbsDiff } = await againstReference((reference) => ({
           normalize: true,
-          maxLength: Number(golden.call.options['max_length'] ?? 256),
+          maxLength: Number(reference['max_length'] ?? 256),
         }));
         task.meta.maxAbsDiff = maxAbsDiff;
         expect(worst).toBeGreaterThanOrEqual(0.9999);
@@ -238,7 +238,7 @@ describe('featureExtraction', forPipeline('featureExtraction'), () => {
     );
 
     whenFetched(fetchedWithSentenceTransformers)(
-      "with no options at all, the folder's sentence-transformers files make it match encode() on long texts too (needs npm run models:fetch)",
+      "with no options at all, the folder's sentence-transformers files make it match encode() on long texts too (needs npm run models:ensure)",
       GOLDEN,
       async ({ task }) => {
         if (!fetchedWithSentenceTransformers)

@@ -2,9 +2,9 @@
 // with every prompt starting from cached blocks (the chats share the template's system turn, and
 // each prompt runs twice), and an enrichment-style instruction with different records, cached
 // against uncached, on the single-request path and interleaved in the engine's step loop. Skipped,
-// and reported as skipped, without `npm run models:fetch`, as the SmolLM2 parity test is (and
-// failed in CI: fetched-models.ts).
-import { existsSync, readFileSync } from 'node:fs';
+// and reported as skipped, without the model (`npm run models:ensure`), as the SmolLM2 parity test
+// is (and failed in CI: fetched-models.ts); the goldens are committed (real-weight-references.ts).
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import { GenerationLoop } from '../../src/generative/generation-loop.ts';
@@ -17,15 +17,10 @@ import {
 } from '../../src/pipelines/generation/text-generation.ts';
 import { forPipeline, RERUN } from './parity-case.ts';
 import { missingWeights, whenFetched } from './fetched-models.ts';
+import { readSmolGoldens } from './real-weight-references.ts';
 
 const FOLDER = join(import.meta.dirname, '..', '..', '.cache', 'models', 'smollm2-135m-instruct');
-const fetched = existsSync(join(FOLDER, 'goldens.json'));
-
-interface SmolGolden {
-  name: string;
-  call: { prompt: string | ChatMessage[]; options: { max_new_tokens: number } };
-  new_ids: number[];
-}
+const fetched = existsSync(join(FOLDER, 'model.onnx'));
 
 const INSTRUCTION =
   'You triage e-mails for a support team. For the e-mail in the user turn, answer in one line: ' +
@@ -48,15 +43,11 @@ describe('smollm2-135m-instruct prefix cache (fetched)', forPipeline('textGenera
   const load = (): Promise<LoadedModel> => (model ??= store.load({ path: FOLDER }));
 
   whenFetched(fetched)(
-    'Python’s greedy goldens, every prompt twice, starting from cached blocks (needs npm run models:fetch)',
+    'Python’s greedy goldens, every prompt twice, starting from cached blocks (needs npm run models:ensure)',
     RERUN,
     async () => {
       if (!fetched) throw missingWeights('smollm2-135m-instruct');
-      const goldens = (
-        JSON.parse(readFileSync(join(FOLDER, 'goldens.json'), 'utf8')) as {
-          generation: SmolGolden[];
-        }
-      ).generation;
+      const goldens = readSmolGoldens();
       // The defaults (16-token blocks, prompts of 32 tokens or more).
       const gen = new TextGenerationPipeline(await load(), {}, { prefixCache: {} });
       for (const golden of [...goldens, ...goldens]) {
