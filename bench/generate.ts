@@ -125,6 +125,7 @@ interface Summary {
   tokens: number;
   seconds: number;
   tokensPerSecond: number;
+  tokensPerCpuSecond: number;
   ttftMs: { p50: number; p95: number };
   itlMs: { p50: number; p95: number };
 }
@@ -191,13 +192,14 @@ async function sequential(
   const picked = list.filter((_, i) => i % every === 0);
   const traces: Trace[] = [];
   const started = performance.now();
+  const cpu = process.cpuUsage();
   for (const prompt of picked) {
     const trace: Trace = { arrival: performance.now(), tokens: [] };
     for await (const event of single.stream(prompt, options))
       if (event.type === 'token') trace.tokens.push(performance.now());
     traces.push(trace);
   }
-  return summarize(mode, traces, started);
+  return summarize(mode, traces, started, cpu);
 }
 
 async function staticBatches(
@@ -209,6 +211,7 @@ async function staticBatches(
   const settings = await single.settings(OPTIONS);
   const decode = (ids: readonly number[]): Promise<string> => single.decode(ids);
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const traces: Trace[] = prompts.map((_, i) => ({
     arrival: started + (arrivals[i] ?? 0),
     tokens: [],
@@ -244,7 +247,7 @@ async function staticBatches(
       tokens = { ids: next };
     }
   }
-  return summarize(`static(batch ${STATIC_BATCH}${label})`, traces, started);
+  return summarize(`static(batch ${STATIC_BATCH}${label})`, traces, started, cpu);
 }
 
 interface EngineWork {
@@ -267,6 +270,8 @@ interface EngineRun extends Summary {
   prefixCache: PrefixCacheStats;
   /** GenerativeEngine.start: every thread's model loaded. */
   startMs: number;
+  /** The CPU time of that start, every thread's: what it would take on a machine of its own. */
+  startCpuMs: number;
   /** The warm-up requests after start, one per thread. */
   warmUpMs: number;
 }
@@ -285,6 +290,7 @@ async function engine(
   intraOpThreads = Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
 ): Promise<EngineRun> {
   const startStarted = performance.now();
+  const startCpu = process.cpuUsage();
   const generative = await GenerativeEngine.start({
     model: { path: MODEL, ...(work.onnxFile === undefined ? {} : { onnxFile: work.onnxFile }) },
     device,
@@ -301,6 +307,8 @@ async function engine(
     },
   });
   const startMs = performance.now() - startStarted;
+  const startUsed = process.cpuUsage(startCpu);
+  const startCpuMs = (startUsed.user + startUsed.system) / 1000;
   // Warm the thread's session (first-run allocations) before the clock starts, as the others are.
   const warmStarted = performance.now();
   await Promise.all(
@@ -312,6 +320,7 @@ async function engine(
   );
   const warmUpMs = performance.now() - warmStarted;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const results: GenerationResult[] = [];
   const traces = await Promise.all(
     work.prompts.map(async (prompt, i) => {
@@ -331,11 +340,15 @@ async function engine(
     `engine(${device}, ${threads}${work.label ? `, ${work.label}` : ''})`,
     traces,
     started,
+    cpu,
   );
-  return { ...summary, results, prefixCache, startMs, warmUpMs };
+  return { ...summary, results, prefixCache, startMs, startCpuMs, warmUpMs };
 }
 
-function summarize(mode: string, traces: Trace[], started: number): Summary {
+/** `cpu`: the process's CPU time when the mode started (every thread of it: engine, llama.cpp). */
+function summarize(mode: string, traces: Trace[], started: number, cpu: NodeJS.CpuUsage): Summary {
+  const used = process.cpuUsage(cpu);
+  const cpuSeconds = (used.user + used.system) / 1e6;
   const tokens = traces.reduce((n, t) => n + t.tokens.length, 0);
   const end = Math.max(...traces.map((t) => t.tokens.at(-1) ?? started));
   const seconds = (end - started) / 1000;
@@ -347,6 +360,9 @@ function summarize(mode: string, traces: Trace[], started: number): Summary {
     tokens,
     seconds: round(seconds),
     tokensPerSecond: round(tokens / seconds),
+    // What a mode costs in CPU, which load from other processes barely changes (unlike its
+    // tokens/s); spinning threads count too.
+    tokensPerCpuSecond: round(tokens / cpuSeconds),
     ttftMs: { p50: round(percentile(ttft, 50)), p95: round(percentile(ttft, 95)) },
     itlMs: { p50: round(percentile(itl, 50)), p95: round(percentile(itl, 95)) },
   };
@@ -577,9 +593,15 @@ async function versusPass(): Promise<Record<string, unknown>> {
     threads,
   });
   const llamaRun = async (contender: LlamaCppContender): Promise<Summary> => {
+    const cpu = process.cpuUsage();
     const { traces, started } = await contender.run(promptIds, arrivals, NEW_TOKENS);
     const threads = contender.settings.threads;
-    return summarize(`node-llama-cpp(${threads} thread${threads > 1 ? 's' : ''})`, traces, started);
+    return summarize(
+      `node-llama-cpp(${threads} thread${threads > 1 ? 's' : ''})`,
+      traces,
+      started,
+      cpu,
+    );
   };
   // llama.cpp's best thread count on this machine, one untimed run each.
   let llama: LlamaCppContender | undefined;
@@ -601,7 +623,8 @@ async function versusPass(): Promise<Record<string, unknown>> {
   }
 
   const runs: Record<string, Summary[]> = {};
-  const startup: Record<string, { startMs: number[]; warmUpMs: number[] }> = {};
+  const startup: Record<string, { startMs: number[]; startCpuMs: number[]; warmUpMs: number[] }> =
+    {};
   const record = (mode: string, summary: Summary): void => {
     (runs[mode] ??= []).push(summary);
   };
@@ -609,8 +632,9 @@ async function versusPass(): Promise<Record<string, unknown>> {
     for (const [name, file] of variants) {
       const eng = await engine({ ...MIXED, onnxFile: file, label: name });
       record(`engine_${name}`, eng);
-      const times = (startup[`engine_${name}`] ??= { startMs: [], warmUpMs: [] });
+      const times = (startup[`engine_${name}`] ??= { startMs: [], startCpuMs: [], warmUpMs: [] });
       times.startMs.push(eng.startMs);
+      times.startCpuMs.push(eng.startCpuMs);
       times.warmUpMs.push(eng.warmUpMs);
     }
     if (llama !== undefined) record('llama_cpp', await llamaRun(llama));
@@ -662,6 +686,7 @@ async function versusPass(): Promise<Record<string, unknown>> {
     variants: Object.fromEntries(variants),
     ...(missing.length > 0 ? { variants_missing: missing } : {}),
     tokens_per_s: byMode((s) => s.tokensPerSecond),
+    tokens_per_cpu_s: byMode((s) => s.tokensPerCpuSecond),
     ttft_p95_ms: byMode((s) => s.ttftMs.p95),
     itl_p95_ms: byMode((s) => s.itlMs.p95),
     startup_ms: {
@@ -669,7 +694,11 @@ async function versusPass(): Promise<Record<string, unknown>> {
       ...Object.fromEntries(
         Object.entries(startup).map(([mode, t]) => [
           mode,
-          { start: median(t.startMs), warm_up: median(t.warmUpMs) },
+          {
+            start: median(t.startMs),
+            start_cpu: median(t.startCpuMs),
+            warm_up: median(t.warmUpMs),
+          },
         ]),
       ),
       ...(llama === undefined

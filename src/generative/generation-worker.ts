@@ -82,7 +82,7 @@ async function run(target: StepLoop): Promise<void> {
 }
 
 try {
-  const store = new ModelStore();
+  const store = new ModelStore({ sharing: setup.sharing });
   const model = await store.load(setup.model);
   loop = await createLoop(model, setup);
   post({ kind: 'ready' });
