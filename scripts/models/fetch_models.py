@@ -114,11 +114,13 @@ def variants(name: str, dest: Path, force: bool) -> None:
     """The quantized copies (and SmolLM2's GGUF) a cached model still lacks."""
     if name not in QUANTIZED:
         return
-    quantize_decoder.quantize_folder(dest, force=force)
+    gguf = None
     if name == smollm2.NAME:
+        # Its float weights came from this file: the int4 copy takes the file's own blocks.
         gguf = smollm2.gguf_file()
         if force or not (dest / gguf.name).exists():
             shutil.copy(gguf, dest / gguf.name)
+    quantize_decoder.quantize_folder(dest, force=force, gguf=gguf)
 
 
 HOW = {
