@@ -9,6 +9,8 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getLlama, LlamaLogLevel, TokenBias, type LlamaContext, type Token } from 'node-llama-cpp';
 
+const SPECIAL_TOKENS_SCANNED = 1024;
+
 /** Per request: when it arrived and when each of its tokens reached the caller. */
 export interface LlamaTrace {
   arrival: number;
@@ -63,9 +65,13 @@ export async function startLlamaCpp(settings: LlamaCppSettings): Promise<LlamaCp
     batchSize: Math.max(512, settings.sequences * 16),
     threads: settings.threads,
   });
+  // Every end-of-generation token, not just EOS: SmolLM2's <|endoftext|> ends a sequence too.
+  // Special tokens sit at the start of the vocabulary.
   const noEos = new TokenBias(model.tokenizer);
-  for (const token of [model.tokens.eos, model.tokens.eot])
-    if (token !== null) noEos.set(token, 'never');
+  const ends = [model.tokens.eos, model.tokens.eot].filter((t): t is Token => t !== null);
+  for (let id = 0; id < SPECIAL_TOKENS_SCANNED; id += 1)
+    if (model.isEogToken(id as Token)) ends.push(id as Token);
+  for (const token of ends) noEos.set(token, 'never');
   await generate(context, model.tokenize('warm up'), 2, noEos);
   const warmUpMs = performance.now() - warmStarted;
   return {
