@@ -650,20 +650,25 @@ async function versusPass(): Promise<Record<string, unknown>> {
   await llama?.close();
 
   const median = (values: readonly number[]): number => round(percentile([...values], 50));
-  const perRun = (a: string, b: string): number | undefined => {
+  const perRun = (a: string, b: string, pick: (s: Summary) => number): number | undefined => {
     const [x, y] = [runs[a], runs[b]];
     if (x === undefined || y === undefined) return undefined;
     return round2(
       percentile(
-        x.map((s, i) => s.tokensPerSecond / (y[i]?.tokensPerSecond ?? NaN)),
+        x.map((s, i) => pick(s) / (y[i] ? pick(y[i]) : NaN)),
         50,
       ),
     );
   };
   const ratios: Record<string, number> = {};
+  // The same ratios of tokens per CPU-second: what each mode costs, which a loaded machine
+  // changes far less than the wall-clock ratios (they compare modes run at different moments).
+  const cpuRatios: Record<string, number> = {};
   const ratio = (key: string, a: string, b: string): void => {
-    const value = perRun(a, b);
+    const value = perRun(a, b, (x) => x.tokensPerSecond);
     if (value !== undefined) ratios[key] = value;
+    const cpu = perRun(a, b, (x) => x.tokensPerCpuSecond);
+    if (cpu !== undefined) cpuRatios[key] = cpu;
   };
   ratio('vs_sequential', 'engine_fp32', 'sequential_fp32');
   ratio('vs_static', 'engine_fp32', 'static_fp32');
@@ -679,6 +684,7 @@ async function versusPass(): Promise<Record<string, unknown>> {
     Object.fromEntries(Object.entries(runs).map(([mode, list]) => [mode, median(list.map(pick))]));
   return {
     ratios,
+    ratios_per_cpu_s: cpuRatios,
     runs: RUNS,
     // Figures from a machine others share are indications; BENCH_QUIET_MACHINE=1 vouches it is not.
     loaded_machine: process.env['BENCH_QUIET_MACHINE'] !== '1',
