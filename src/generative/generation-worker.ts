@@ -84,7 +84,7 @@ async function run(target: StepLoop): Promise<void> {
 }
 
 try {
-  const store = new ModelStore();
+  const store = new ModelStore({ sharing: setup.sharing });
   const { path, onnxFile, variant } = setup.model;
   await checkModelFits(path, setup.task, taskDefinition(setup.task).needs, path, {
     onnxFile,

@@ -25,6 +25,8 @@ import { GenerationThread } from './generation-thread.ts';
 import type { GenerationWorkerSetup } from './protocol.ts';
 import { compileSchedulerOptions, type SchedulerOptions } from './scheduler.ts';
 import { cudaDeviceId } from '../shards/device-name.ts';
+import { releaseSharedSessions } from '../runtime/native/release-shared.ts';
+import { SharedSessions } from '../runtime/native/shared-sessions.ts';
 
 export interface GenerativeEngineOptions {
   model: ModelSpec;
@@ -58,6 +60,8 @@ export interface GenerateOptions {
 export class GenerativeEngine {
   private readonly threads: GenerationThread[] = [];
   private readonly maxPending: number;
+  /** The native sessions every thread of this engine shares (one per model file). */
+  private readonly sessions = SharedSessions.allocate();
   private readonly listeners = new Set<(pressure: Pressure) => void>();
   private nextId = 0;
   private paused = false;
@@ -84,8 +88,11 @@ export class GenerativeEngine {
     runtime: { logger?: Logger; workerFile?: string } = {},
   ): Promise<GenerativeEngine> {
     const logger = runtime.logger ?? silentLogger;
-    const { setup, threads, maxPending } = plan;
+    const { threads, maxPending } = plan;
     const engine = new GenerativeEngine(maxPending);
+    // One load of the model for all threads (and any that replace a crashed one): start-up time
+    // and memory stay those of one session however many threads step on it.
+    const setup = { ...plan.setup, sharing: { table: engine.sessions, threads } };
     const spawn = (i: number): GenerationThread =>
       new GenerationThread(i, {
         setup,
@@ -104,6 +111,7 @@ export class GenerativeEngine {
       await Promise.all(engine.threads.map((t) => t.ready));
     } catch (err) {
       await Promise.all(engine.threads.map((t) => t.abort()));
+      releaseSharedSessions(engine.sessions);
       throw err;
     }
     engine.running = true;
@@ -118,6 +126,11 @@ export class GenerativeEngine {
       'generative engine ready',
     );
     return engine;
+  }
+
+  /** The table of the native sessions the threads share (for tests and diagnostics). */
+  get sessionTable(): SharedArrayBuffer {
+    return this.sessions;
   }
 
   /** Requests submitted and not yet finished, failed or cancelled. */
@@ -197,6 +210,8 @@ export class GenerativeEngine {
     if (this.closed) return;
     this.closed = true;
     await Promise.all(this.threads.map((t) => (mode === 'drain' ? t.drain() : t.abort())));
+    // Every thread has exited; one that died without closing its store still held a share.
+    releaseSharedSessions(this.sessions);
   }
 
   private pick(): GenerationThread | undefined {

@@ -6,6 +6,7 @@ import type { GenerationOptions } from '../pipelines/generation/generation-optio
 import type { PrefixCacheLimits, PrefixCacheStats } from '../pipelines/generation/prefix-cache.ts';
 import type { AudioChunk } from '../pipelines/generation/segmentwise.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import type { SessionSharing } from '../runtime/runtimes.ts';
 import type { EngineResult } from './engine-event.ts';
 import type { SchedulerLimits } from './scheduler.ts';
 
@@ -20,6 +21,12 @@ export interface GenerationWorkerSetup {
   generation: GenerationOptions;
   limits: SchedulerLimits;
   prefixCache: PrefixCacheLimits;
+  /**
+   * The engine's table of native sessions: every generation thread runs on one session of the
+   * model (ONNX Runtime's Run is thread-safe), so the model is loaded and held once, not once
+   * per thread. Without it (or on onnxruntime-node's binding) each thread loads its own.
+   */
+  sharing?: SessionSharing;
 }
 
 export type ToWorker =

@@ -24,6 +24,7 @@ import type {
   SharedPrefix,
 } from '../../../src/pipelines/generation/kv-cache.ts';
 import { compileSchedulerOptions, Scheduler } from '../../../src/generative/scheduler.ts';
+import { SharedSessions } from '../../../src/runtime/native/shared-sessions.ts';
 
 const MODEL = join(import.meta.dirname, '..', '..', 'fixtures', 'models', 'llama-causal-lm');
 const goldens = (
@@ -154,6 +155,24 @@ describe('GenerativeEngine pressure and close', () => {
     const after = await engine.submit('Hello there', { generation: { maxNewTokens: 24 } }).result;
     expect(after.tokenIds).toEqual(goldens[0]?.new_ids);
     await engine.close('drain');
+  });
+
+  it('threads on the native binding share one session of the model, freed on close', async () => {
+    const engine = await GenerativeEngine.start({
+      model: { path: MODEL, runtime: { binding: 'native' } },
+      generation: { maxNewTokens: 24 },
+      threads: 2,
+      intraOpThreads: 1,
+    });
+    const table = new SharedSessions(engine.sessionTable);
+    expect(table.size).toBe(1);
+    // Requests go to the least loaded thread, so both threads run on the one session at once.
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => engine.submit(goldens[0]?.call.prompt).result),
+    );
+    for (const result of results) expect(result.tokenIds).toEqual(goldens[0]?.new_ids);
+    await engine.close('drain');
+    expect(table.size).toBe(0);
   });
 
   it('abort fails what is in flight', async () => {
