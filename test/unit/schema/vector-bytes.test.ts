@@ -32,10 +32,10 @@ const DOC = {
 const PROTO = `syntax = "proto3";\npackage example;\nmessage Doc {\n  string text = 1;\n}\n`;
 const JSON_DOC = { title: 'Doc', type: 'object', properties: { text: { type: 'string' } } };
 
-type Format = 'avro' | 'protobuf' | 'json-schema';
+type Format = 'avro' | 'protobuf' | 'json-schema' | 'json';
 type Encoding = 'json' | 'base64-f32' | 'base64-f16' | 'int8' | 'binary';
 
-function processorFor(format: Format, encoding: Encoding, registry: FakeRegistry) {
+function processorFor(format: Format, encoding: Encoding, registry: FakeRegistry, schema = '') {
   const config = parseConfigText(
     `
 models: { m: { path: x } }
@@ -47,7 +47,7 @@ routes:
   - source: { type: kafka, topic: docs, groupId: g }
     pipeline: p
     input: { format: ${format}, field: text }
-    output: { field: embedding, vectors: { encoding: ${encoding} } }
+    output: { field: embedding, vectors: { encoding: ${encoding} }${schema} }
     sink: { type: kafka, topic: vectors }
     dlq: { type: kafka, topic: dead }
 `,
@@ -276,5 +276,44 @@ describe('compact vectors in schema outputs', () => {
     const json = await run('json-schema', 'json');
     expect(json.declared).toEqual({ type: 'array', items: { type: 'number' } });
     expect(json.field).toEqual(Array.from(VECTOR));
+  });
+
+  it('a given Avro schema takes the vector in its bytes field and refuses a string field', async () => {
+    for (const type of ['bytes', 'string'] as const) {
+      const registry = new FakeRegistry();
+      const subject = `scored-${type}`;
+      const schema = JSON.stringify({
+        type: 'record',
+        name: 'Scored',
+        fields: [
+          { name: 'text', type: 'string' },
+          { name: 'embedding', type },
+        ],
+      });
+      await registry.client.register(`${subject}-value`, { schemaType: 'AVRO', schema });
+      const processor = processorFor(
+        'json',
+        'base64-f32',
+        registry,
+        `, schema: { subject: ${subject}-value, version: latest }`,
+      );
+      const outcome = await processor.process(record(Buffer.from('{"text":"hello"}')));
+      if (type === 'string') {
+        expect(outcome.kind).toBe('dead');
+        if (outcome.kind === 'dead') {
+          expect(outcome.code).toBe('SCHEMA_REFUSED');
+          expect(outcome.message).toMatch(/embedding is bytes, not string/);
+        }
+        continue;
+      }
+      if (outcome.kind !== 'output') throw new Error(`expected an output, got ${outcome.kind}`);
+      const read = (await new AvroDeserializer(registry.client, SerdeType.VALUE, {}).deserialize(
+        // The mock client finds an id only under its subject.
+        subject,
+        outcome.record.value,
+      )) as { text: string; embedding: unknown };
+      expect(read.text).toBe('hello');
+      expect(float32s(bytesOf(read.embedding))).toEqual(Array.from(VECTOR));
+    }
   });
 });
