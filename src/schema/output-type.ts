@@ -1,5 +1,6 @@
 // The type of a route's output field, learned from the results themselves: a vector is an array
-// of float (or `bytes`, a compact vector's raw bytes, src/schema/vector-bytes.ts), a label or an entity a record of its keys, a list of them an array of that record.
+// of float (or `bytes`, a compact vector's raw bytes: src/schema/vector-bytes.ts), a label or an
+// entity a record of its keys, a list of them an array of that record.
 // Every record field is optional (a union with null, default null), so that a result with a key
 // the first did not have widens the type compatibly; an empty list's items are an empty record
 // until a result shows what they hold. Types that cannot be reconciled (a text where a number
