@@ -38,6 +38,7 @@ import { nestsDeeperThan, SpliceRefused, spliceField } from './json-text.ts';
 import type { OutputRecord, SourceRecord } from './record.ts';
 import { isSchemaFormat } from '../config/record-format-schema.ts';
 import type { Decoded, RouteSchemas } from '../schema/route-schemas.ts';
+import { VectorBytes } from '../schema/vector-bytes.ts';
 
 export type Outcome =
   | {
@@ -120,7 +121,9 @@ export class RecordProcessor {
     this.cutsLongText = findTask(task)?.cutsLongText?.(pipelineOptions) === true;
     this.decoderOnly = executionOf(task) === 'decoderOnly';
     this.shapeOutput = outputShaper(task, route.output, pipelineOptions);
-    this.encodeVectors = vectorShaper(route.output.vectors);
+    this.encodeVectors = vectorShaper(route.output.vectors, {
+      bytes: options.schemas?.output !== undefined,
+    });
     this.route = route;
     this.task = task;
     this.limits = limits;
@@ -288,7 +291,9 @@ export class RecordProcessor {
     const plain = toPlain(vectors.result);
     const written = schemas?.output;
     if (written !== undefined) {
-      const value = this.route.output.mode === 'merge' ? this.merged(parsed, text, plain) : plain;
+      // Compact vectors stay bytes until the output's format says how it holds them.
+      const held = toPlain(vectors.result, true);
+      const value = this.route.output.mode === 'merge' ? this.merged(parsed, text, held) : held;
       return {
         kind: 'output',
         result: plain,
@@ -296,7 +301,7 @@ export class RecordProcessor {
         ...(cut !== undefined ? { cut } : {}),
         record: {
           key: record.key,
-          value: await written.encode(value, plain, decoded, record.signal),
+          value: await written.encode(value, held, decoded, record.signal),
           headers: { ...withoutErrorHeaders(record.headers), ...vectors.headers },
           origin: record.origin,
         },
@@ -406,17 +411,23 @@ export class RecordProcessor {
   }
 }
 
-/** Typed arrays (embeddings) become JSON arrays; bytes (encoded images) become base64. */
-function toPlain(value: unknown): unknown {
+/**
+ * Typed arrays (embeddings) become JSON arrays; bytes (encoded images) become base64; a compact
+ * vector's bytes become its JSON form, or stay bytes (`keepVectorBytes`) for a schema output.
+ */
+function toPlain(value: unknown, keepVectorBytes = false): unknown {
+  if (value instanceof VectorBytes) return keepVectorBytes ? value : value.json();
   // Bytes a pipeline returns are encoded images (PNG masks, cut-outs): base64 in JSON, as a
   // record's image input is, rather than an array of numbers four times the size.
   if (value instanceof Uint8Array)
     return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
   if (ArrayBuffer.isView(value) && !(value instanceof DataView))
     return Array.from(value as unknown as ArrayLike<number>);
-  if (Array.isArray(value)) return value.map(toPlain);
+  if (Array.isArray(value)) return value.map((v) => toPlain(v, keepVectorBytes));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toPlain(v)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, toPlain(v, keepVectorBytes)]),
+    );
   }
   return value;
 }

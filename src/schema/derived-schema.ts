@@ -80,6 +80,8 @@ function avroOf(type: OutputType, name: string): unknown {
   switch (type.kind) {
     case 'floats':
       return { type: 'array', items: 'float' };
+    case 'bytes':
+      return 'bytes';
     case 'array':
       return {
         type: 'array',
@@ -120,6 +122,9 @@ function jsonOf(type: OutputType): unknown {
   switch (type.kind) {
     case 'floats':
       return { type: 'array', items: { type: 'number' } };
+    case 'bytes':
+      // JSON has no bytes: base64 text, as the route's JSON output writes a compact vector.
+      return { type: 'string', contentEncoding: 'base64' };
     case 'array':
       return { type: 'array', items: jsonOf(type.items) };
     case 'record':
@@ -151,6 +156,8 @@ class ProtoWriter {
     switch (type.kind) {
       case 'floats':
         return { repeated: true, type: 'float', adapt: same };
+      case 'bytes':
+        return { repeated: false, type: 'bytes', adapt: same };
       case 'string':
       case 'unknown':
         return { repeated: false, type: 'string', adapt: same };

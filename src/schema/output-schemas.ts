@@ -3,7 +3,8 @@
 // output.subjectNaming's subject after the registry's compatibility check, before the first output
 // that needs it; an input whose producer moves to a new schema id gets a new derived schema the
 // same way, and an output whose type widens what was learned (an entity with a key not seen
-// before) too. `{subject, version}`: that schema, read once. Registry outages wait.
+// before) too. `{subject, version}`: that schema, read once. Registry outages wait. A compact
+// vector (VectorBytes) is written as the schema's format holds it (vector-bytes.ts).
 import type { OutputSchemaConfig, SubjectNaming } from '../config/record-format-schema.ts';
 import { SchemaRefusedError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -12,6 +13,7 @@ import { sameType, typeOf, widen, type OutputType } from './output-type.ts';
 import type { RegistryOutage } from './registry-outage.ts';
 import type { SchemaRegistry } from './registry-client.ts';
 import { codecFor, type SchemaCodec } from './schema-codec.ts';
+import { vectorsFor } from './vector-bytes.ts';
 import { frame } from './wire-format.ts';
 import { untilAborted, type WriterSchema, type WriterSchemas } from './writer-schemas.ts';
 
@@ -63,7 +65,8 @@ export class OutputSchemas {
     signal?: AbortSignal,
   ): Promise<Buffer> {
     const out = await untilAborted(this.codecFor(result, input), signal);
-    const payload = out.codec.encode(out.adapt(value), out.messageIndexes);
+    const held = vectorsFor(value, out.codec.schemaType);
+    const payload = out.codec.encode(out.adapt(held), out.messageIndexes);
     return frame(out.id, payload, out.messageIndexes);
   }
 
@@ -72,7 +75,9 @@ export class OutputSchemas {
       return (this.given ??= this.readGiven(this.options.schema));
     if (input === undefined)
       throw new SchemaRefusedError('output.schema derive needs an input decoded with a schema');
-    const type = widen(this.learned, typeOf(result, this.options.field), this.options.field);
+    // Learned as the writer's format holds it: a compact vector is bytes, or int8 numbers in JSON.
+    const held = vectorsFor(result, input.writer.resolved.schema.schemaType);
+    const type = widen(this.learned, typeOf(held, this.options.field), this.options.field);
     if (!sameType(type, this.learned)) this.learned = type;
     const indexes = input.messageIndexes;
     const key = `${input.writer.id}/${indexes?.join('.') ?? ''}/${JSON.stringify(type)}`;

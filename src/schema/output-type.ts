@@ -1,5 +1,6 @@
 // The type of a route's output field, learned from the results themselves: a vector is an array
-// of float, a label or an entity a record of its keys, a list of them an array of that record.
+// of float (or `bytes`, a compact vector's raw bytes: src/schema/vector-bytes.ts), a label or an
+// entity a record of its keys, a list of them an array of that record.
 // Every record field is optional (a union with null, default null), so that a result with a key
 // the first did not have widens the type compatibly; an empty list's items are an empty record
 // until a result shows what they hold. Types that cannot be reconciled (a text where a number
@@ -8,6 +9,8 @@ import { SchemaRefusedError } from '../errors.ts';
 
 export type OutputType =
   | { kind: 'floats' }
+  /** Raw bytes: Avro `bytes`, Protobuf `bytes`, base64 text in JSON Schema. */
+  | { kind: 'bytes' }
   | { kind: 'array'; items: OutputType }
   | { kind: 'record'; fields: [string, OutputType][] }
   | { kind: 'string' }
@@ -21,6 +24,7 @@ export function typeOf(value: unknown, at = 'output'): OutputType {
   if (typeof value === 'string') return { kind: 'string' };
   if (typeof value === 'number') return { kind: 'double' };
   if (typeof value === 'boolean') return { kind: 'boolean' };
+  if (value instanceof Uint8Array) return { kind: 'bytes' };
   if (Array.isArray(value)) {
     if (value.length > 0 && value.every((v) => typeof v === 'number')) return { kind: 'floats' };
     let items: OutputType = { kind: 'unknown' };
@@ -73,6 +77,8 @@ function describeType(type: OutputType): string {
       return 'an object';
     case 'double':
       return 'a number';
+    case 'bytes':
+      return 'bytes';
     default:
       return `a ${type.kind}`;
   }

@@ -91,6 +91,7 @@ function describe(value: unknown): string {
   if (value === undefined) return 'missing';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
+  if (value instanceof Uint8Array) return 'bytes';
   return `a ${typeof value}`;
 }
 
@@ -186,6 +187,14 @@ function addWellKnownImports(root: protobuf.Root, imports: string[], given: stri
   }
 }
 
+/** Bytes (a compact vector) as base64 text, where JSON.stringify would write {type, data}. */
+function base64Bytes(this: unknown, key: string, value: unknown): unknown {
+  const raw = (this as Record<string, unknown>)[key];
+  return raw instanceof Uint8Array
+    ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('base64')
+    : value;
+}
+
 /**
  * JSON Schema records are JSON text: they decode as JSON and encode as JSON. A derived output
  * schema is built to fit the output, so it is not validated again here.
@@ -213,7 +222,7 @@ class JsonSchemaCodec implements SchemaCodec {
   }
 
   encode(value: unknown): Buffer {
-    return Buffer.from(JSON.stringify(value));
+    return Buffer.from(JSON.stringify(value, base64Bytes));
   }
 
   /** The schema's title: what Confluent's RecordNameStrategy names a JSON Schema by. */

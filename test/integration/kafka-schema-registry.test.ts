@@ -2,7 +2,9 @@
 // Apicurio, Confluent API): Avro in, embeddings out as Avro with a derived schema, read back by an
 // independent consumer that decodes through the registry with Confluent's deserializer; a
 // producer that moves to v2 mid-stream; Protobuf and JSON Schema routes; an unknown schema id
-// dead-lettered with its original bytes; and the registry stopped for 20 s under load, 0 lost.
+// dead-lettered with its original bytes; base64-f16 vectors as an Avro bytes field, and what the
+// registry says when a vector moves from base64 text to bytes; and the registry stopped for 20 s
+// under load, 0 lost.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -272,6 +274,150 @@ describe('Kafka with a Schema Registry', () => {
       await worker.stop(20_000);
     }
   });
+
+  it('Avro out with base64-f16 vectors as a bytes field, read back and compared with the json route', async () => {
+    const t = await topics();
+    const f16 = { output: uniqueName('vectors-f16'), groupId: uniqueName('group-f16') };
+    await kit.createTopics([{ topic: f16.output, partitions: 1 }]);
+    const v1 = await avroSerializer(`${t.input}-value`, V1);
+    const inputs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        v1.serialize(t.input, { id: `v${i}`, text: `text ${i}` }),
+      ),
+    );
+    await kit.produce(
+      t.input,
+      inputs.map((value, i) => ({ partition: 0, key: `v${i}`, value })),
+    );
+    // Two routes over the same input: the plain (json) one and the base64-f16 one.
+    const base = workerConfig(t, 'avro');
+    const json = base.routes[0];
+    if (json === undefined) throw new Error('no route');
+    const config = configSchema.parse({
+      ...base,
+      routes: [
+        json,
+        {
+          ...json,
+          name: 'embed-f16',
+          source: { ...json.source, groupId: f16.groupId },
+          output: { ...json.output, vectors: { encoding: 'base64-f16' } },
+          sink: { type: 'kafka', topic: f16.output },
+        },
+      ],
+    });
+    const worker = await StreamWorker.start(config, { logger: silentLogger });
+    try {
+      const plain = await decodedAvro(
+        await kit.readAll(t.output, { count: 20, quietMs: 300 }),
+        t.output,
+      );
+      const compactRecords = await kit.readAll(f16.output, { count: 20, quietMs: 300 });
+      const compact = await decodedAvro(compactRecords, f16.output);
+      const derived = await client().getLatestSchemaMetadata(`${f16.output}-value`);
+      const field = (
+        JSON.parse(derived.schema) as { fields: { name: string; type: unknown }[] }
+      ).fields.find((f) => f.name === 'embedding');
+      expect(field?.type).toEqual(['null', 'bytes']);
+      expect(compactRecords[0]?.headers['x-hugot-vector-encoding']).toBe('base64-f16');
+      const byId = new Map(plain.map((r) => [r['id'], r['embedding'] as number[]]));
+      for (const r of compact) {
+        const bytes = r['embedding'];
+        if (!(bytes instanceof Uint8Array)) throw new Error(`${String(r['id'])}: not bytes`);
+        const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) as DataView & {
+          getFloat16(offset: number, le: boolean): number;
+        };
+        const halves = Array.from({ length: bytes.length / 2 }, (_, i) =>
+          view.getFloat16(i * 2, true),
+        );
+        const floats = byId.get(r['id']) ?? [];
+        expect(halves).toHaveLength(floats.length);
+        expect(compactRecords[0]?.headers['x-hugot-vector-dimensions']).toBe(String(floats.length));
+        // Half precision: 11 significant bits, so within 2^-11 of each value (relative).
+        halves.forEach((h, i) => {
+          const f = floats[i] as number;
+          expect(Math.abs(h - f)).toBeLessThanOrEqual(Math.abs(f) * 2 ** -11 + 2 ** -25);
+        });
+      }
+    } finally {
+      await worker.stop(20_000);
+    }
+  });
+
+  // An earlier deployment wrote the vector as base64 text (before vectors were bytes in schema
+  // outputs, or a route moving from a JSON Schema topic); this one writes bytes. Avro's rules
+  // promote string and bytes to each other, so the registry takes a new version under the same
+  // subject (each record decoded by its own writer's id); its Protobuf rules call it a changed
+  // field type, and the output is refused (SCHEMA_REFUSED) until the subject or rule changes.
+  const PROTO_DOC = `syntax = "proto3";\npackage hugot.it;\nmessage Doc {\n  string id = 1;\n  string text = 2;\n}\n`;
+  for (const format of ['avro', 'protobuf'] as const)
+    it(`${format}: vectors moving from base64 text to bytes between deployments: ${format === 'avro' ? 'a new compatible version' : 'refused by the registry'}`, async () => {
+      const t = await topics();
+      const subject = `${t.output}-value`;
+      let value: Buffer;
+      if (format === 'avro') {
+        const v1 = await avroSerializer(`${t.input}-value`, V1);
+        value = await v1.serialize(t.input, { id: 'e', text: 'evolve' });
+        // The earlier deployment's derived schema: the vector as base64 text.
+        const earlier = docSchema([
+          { name: 'id', type: 'string' },
+          { name: 'text', type: 'string' },
+          { name: 'embedding', type: ['null', 'string'], default: null },
+        ]);
+        await client().register(subject, { schemaType: 'AVRO', schema: earlier });
+      } else {
+        const id = await client().register(`${t.input}-value`, {
+          schemaType: 'PROTOBUF',
+          schema: PROTO_DOC,
+        });
+        const Doc = protobuf.parse(PROTO_DOC, { keepCase: true }).root.lookupType('hugot.it.Doc');
+        value = frame(id, Doc.encode(Doc.fromObject({ id: 'e', text: 'evolve' })).finish(), [0]);
+        await client().register(subject, {
+          schemaType: 'PROTOBUF',
+          schema: PROTO_DOC.replace('}\n', '  string embedding = 3;\n}\n'),
+        });
+      }
+      await client().updateCompatibility(subject, Compatibility.BACKWARD);
+      await kit.produce(t.input, [{ partition: 0, key: 'e', value }]);
+      const base = workerConfig(t, format);
+      const route = base.routes[0];
+      if (route === undefined) throw new Error('no route');
+      const config = configSchema.parse({
+        ...base,
+        routes: [{ ...route, output: { ...route.output, vectors: { encoding: 'base64-f16' } } }],
+      });
+      const worker = await StreamWorker.start(config, { logger: silentLogger });
+      try {
+        const ends = async (topic: string): Promise<number> =>
+          Number((await kit.endOffsets(topic)).get(0) ?? 0);
+        await waitForProgress(async () => (await ends(t.output)) + (await ends(t.dlq)), {
+          what: 'the record, written or dead-lettered',
+          done: (n) => n >= 1,
+          firstProgressMs: 120_000,
+        });
+        if (format === 'protobuf') {
+          // The registry's Protobuf rule calls string -> bytes a changed field type: refused.
+          const [letter] = await kit.readAll(t.dlq, { count: 1, quietMs: 300 });
+          expect(letter?.value.equals(value)).toBe(true);
+          expect(letter?.headers['hugot.error.code']).toBe('SCHEMA_REFUSED');
+          expect(letter?.headers['hugot.error.message']).toMatch(
+            new RegExp(`not compatible with subject ${subject}`),
+          );
+          expect(await client().getAllVersions(subject)).toEqual([1]);
+          return;
+        }
+        // Avro promotes string and bytes to each other: a compatible new version.
+        expect(await ends(t.dlq)).toBe(0);
+        expect(await client().getAllVersions(subject)).toEqual([1, 2]);
+        const [out] = await kit.readAll(t.output, { count: 1, quietMs: 300 });
+        const latest = await client().getLatestSchemaMetadata(subject);
+        expect(unframe(out?.value ?? Buffer.alloc(0), false).schemaId).toBe(latest.id);
+        const [read] = await decodedAvro(out === undefined ? [] : [out], t.output);
+        expect(read?.['embedding']).toBeInstanceOf(Uint8Array);
+      } finally {
+        await worker.stop(20_000);
+      }
+    });
 
   it.skipIf(!registry.managed)(
     'waits out the registry stopped for 20 s under load: nothing lost, nothing dead-lettered',

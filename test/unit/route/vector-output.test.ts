@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../src/config/load-config.ts';
 import { RecordProcessor, type Submit } from '../../../src/route/processor.ts';
 import type { SourceRecord } from '../../../src/route/record.ts';
-import { encodeVector } from '../../../src/route/vector-encoding.ts';
+import { encodeVector, type Int8Vector } from '../../../src/route/vector-encoding.ts';
+import { vectorShaper } from '../../../src/route/vector-output.ts';
+import { VectorBytes } from '../../../src/schema/vector-bytes.ts';
 
 function routeWith(output: string, options = '') {
   const config = parseConfigText(
@@ -110,5 +112,30 @@ describe('output.vectors on a route', () => {
     if (outcome.kind !== 'output') throw new Error(outcome.kind);
     expect(JSON.parse(outcome.record.value.toString())).toEqual(Array.from(vector));
     expect(outcome.record.headers).toEqual({ trace: 'abc' });
+  });
+
+  it('keeps bytes encodings as raw bytes for a schema output, the JSON form unchanged', () => {
+    const vector = unitVector(12);
+    for (const encoding of ['base64-f32', 'base64-f16', 'binary'] as const) {
+      const shaped = vectorShaper({ encoding }, { bytes: true })({ embedding: vector });
+      const held = (shaped.result as { embedding: unknown }).embedding;
+      expect(held).toBeInstanceOf(VectorBytes);
+      const expected = encodeVector(vector, { encoding });
+      expect(Buffer.from((held as VectorBytes).bytes)).toEqual(Buffer.from(expected.bytes));
+      expect((held as VectorBytes).json()).toBe(expected.json);
+      expect(shaped.headers['x-hugot-vector-encoding']).toBe(encoding);
+    }
+    const int8 = vectorShaper({ encoding: 'int8' }, { bytes: true })(vector).result as {
+      int8: VectorBytes;
+      scale: number;
+    };
+    const expected = encodeVector(vector, { encoding: 'int8' }).json as Int8Vector;
+    expect(int8.int8.signed).toBe(true);
+    expect(int8.int8.json()).toEqual(expected.int8);
+    expect(int8.scale).toBe(expected.scale);
+    // json stays numbers: an array of float in every schema format.
+    expect(vectorShaper({ encoding: 'json' }, { bytes: true })(vector).result).toEqual(
+      Array.from(vector),
+    );
   });
 });
