@@ -4,6 +4,7 @@
 // payload. Referenced schemas come resolved, dependencies first.
 import avro from 'avsc';
 import protobuf from 'protobufjs';
+import Ajv, { type ValidateFunction } from 'json-schema-ajv8';
 import { SchemaDecodeError, SchemaRefusedError } from '../errors.ts';
 import type { RegistrySchema } from './registry-client.ts';
 
@@ -196,16 +197,20 @@ function base64Bytes(this: unknown, key: string, value: unknown): unknown {
 }
 
 /**
- * JSON Schema records are JSON text: they decode as JSON and encode as JSON. A derived output
- * schema is built to fit the output, so it is not validated again here.
+ * JSON Schema records are JSON text: they decode as JSON and encode as JSON. An output is checked
+ * against the writer's schema before it is written (a given `{subject, version}` may refuse it);
+ * ajv 8 (aliased: the dev tests keep ajv 6) compiles the schema once per codec. Unknown keywords
+ * and formats are not errors, as the registry accepted the schema.
  */
 class JsonSchemaCodec implements SchemaCodec {
   readonly schemaType = 'JSON' as const;
   private readonly title: string | undefined;
+  private readonly validate: ValidateFunction;
 
   constructor(schema: string) {
-    const title = (JSON.parse(schema) as { title?: unknown }).title;
-    this.title = typeof title === 'string' ? title : undefined;
+    const parsed = JSON.parse(schema) as { title?: unknown };
+    this.title = typeof parsed.title === 'string' ? parsed.title : undefined;
+    this.validate = new Ajv.default({ strict: false, validateFormats: false }).compile(parsed);
   }
 
   decode(payload: Buffer): unknown {
@@ -222,7 +227,13 @@ class JsonSchemaCodec implements SchemaCodec {
   }
 
   encode(value: unknown): Buffer {
-    return Buffer.from(JSON.stringify(value, base64Bytes));
+    const text = JSON.stringify(value, base64Bytes);
+    // Checked as a consumer will read it: bytes as base64 text, not as the Buffer.
+    if (!this.validate(JSON.parse(text)))
+      throw new SchemaRefusedError(
+        `the output does not fit its JSON Schema: ${(this.validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`,
+      );
+    return Buffer.from(text);
   }
 
   /** The schema's title: what Confluent's RecordNameStrategy names a JSON Schema by. */
