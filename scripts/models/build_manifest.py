@@ -1,14 +1,13 @@
 """Writes test/fixtures/models/manifest.json: every committed model file with sha256, size and provenance."""
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kit.common import DEFAULT_MODELS, FIXTURES, ROOT, tool_versions, write_json  # noqa: E402
+from kit.common import DEFAULT_MODELS, FIXTURES, ROOT, sha256_file, tool_versions, write_json  # noqa: E402
 
 MANIFEST = FIXTURES / "manifest.json"
 BUILDER = "scripts/models/build_fixtures.py (npm run models:build)"
@@ -38,13 +37,6 @@ PROVENANCE: dict[str, dict[str, str]] = {
     },
 }
 
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def trained_provenance(goldens: dict) -> dict[str, str] | None:
@@ -79,7 +71,7 @@ def describe(folder: Path, kind: str) -> dict:
         "builder": BUILDER,
         "versions": goldens.get("versions"),
         "files": [
-            {"path": p.relative_to(folder).as_posix(), "sha256": sha256(p), "size": p.stat().st_size} for p in files
+            {"path": p.relative_to(folder).as_posix(), "sha256": sha256_file(p), "size": p.stat().st_size} for p in files
         ],
     }
 

@@ -18,7 +18,6 @@ the torch export on the same feeds in ONNX Runtime and fails past 1e-4 on any ou
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -32,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kit import graph_bert, graph_llama, onnx_graph  # noqa: E402
-from kit.common import CACHE_MODELS, ROOT  # noqa: E402
+from kit.common import CACHE_MODELS, ROOT, sha256_file  # noqa: E402
 
 REFERENCES = ROOT / "test" / "fixtures" / "real-weights"
 MINILM = "all-MiniLM-L6-v2"
@@ -42,13 +41,6 @@ BUILDING = ".building"
 GRAPH_TOLERANCE = 1e-4
 THREADS = 2
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def session(path: Path):
@@ -138,7 +130,7 @@ def smollm2_tokenizer(reader_path: Path, dest: Path) -> None:
     tokenizer["model"]["merges"] = [merge.split(" ") for merge in reader.fields["tokenizer.ggml.merges"].contents()]
     text = json.dumps(tokenizer, indent=2, ensure_ascii=False)
     (dest / "tokenizer.json").write_text(text, encoding="utf-8")
-    if _sha256(dest / "tokenizer.json") != skeleton["sha256"]:
+    if sha256_file(dest / "tokenizer.json") != skeleton["sha256"]:
         raise RuntimeError(f"{SMOLLM2}: tokenizer.json rebuilt from the GGUF file differs from the torch path's (sha256)")
 
 
@@ -256,7 +248,7 @@ def manifest_entry(name: str, dest: Path, checks: dict[str, Any]) -> dict[str, A
         "licence": licence,
         "made": made,
         "checks": checks,
-        "files": [{"path": p.relative_to(dest).as_posix(), "sha256": _sha256(p), "size": p.stat().st_size} for p in files],
+        "files": [{"path": p.relative_to(dest).as_posix(), "sha256": sha256_file(p), "size": p.stat().st_size} for p in files],
     }
 
 

@@ -18,7 +18,6 @@ node-llama-cpp contender of bench:generate.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shutil
 import sys
 import time
@@ -30,15 +29,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kit import causal_lm, minilm, onnx_export, quantize_decoder, smollm2, texts, tokenizer_kit  # noqa: E402
-from kit.common import CACHE_MODELS, ROOT, seed_everything, threads_for_determinism, tool_versions, write_json  # noqa: E402
+from kit.common import CACHE_MODELS, ROOT, seed_everything, sha256_file, threads_for_determinism, tool_versions, write_json  # noqa: E402
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def distilbert_classifier(dest: Path) -> dict:
@@ -182,7 +174,7 @@ def main() -> None:
                     "source_package": source,
                     "licence": licence,
                     "made": made,
-                    "files": [{"path": p.relative_to(dest).as_posix(), "sha256": _sha256(p), "size": p.stat().st_size} for p in files],
+                    "files": [{"path": p.relative_to(dest).as_posix(), "sha256": sha256_file(p), "size": p.stat().st_size} for p in files],
                 }
             )
     write_json(CACHE_MODELS / "manifest.json", {"schema": "hugot-stream/model-manifest@1", "versions": tool_versions(), "models": entries})

@@ -1,6 +1,7 @@
 """Paths, seeding and JSON writing shared by every fixture builder."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -85,3 +86,12 @@ def threads_for_determinism() -> None:
 
     torch.set_num_threads(1)
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
+
+
+def sha256_file(path: Path) -> str:
+    """The file's sha256, read in 1 MiB chunks (model files are hundreds of MB)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
