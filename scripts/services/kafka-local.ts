@@ -9,8 +9,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { certificatesDirFor, saslSslListener, type SecureListener } from './kafka-secure.ts';
 import {
   startLogged,
-  waitUntil,
-  stopPid,
+  waitOrStop,
   stopFromPidFile,
   freePort,
   requireTool,
@@ -137,16 +136,11 @@ export async function startKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
     { logFile: join(dataDir, 'stdout.log'), pidFile, detached: opts.detached ?? false },
   );
   const brokers = [`127.0.0.1:${opts.port}`];
-  try {
-    await waitUntil('Kafka broker', () => metadataAnswers(brokers), {
-      timeoutMs: opts.startTimeoutMs ?? 60_000,
-      pid: proc.pid,
-      logFile,
-    });
-  } catch (err) {
-    await stopPid(proc.pid, 5_000);
-    throw err;
-  }
+  await waitOrStop('Kafka broker', () => metadataAnswers(brokers), {
+    timeoutMs: opts.startTimeoutMs ?? 60_000,
+    pid: proc.pid,
+    logFile,
+  });
   return {
     brokers,
     pid: proc.pid,

@@ -105,6 +105,20 @@ export async function waitUntil(
   );
 }
 
+/** waitUntil for a process this script started: one that never became ready is stopped. */
+export async function waitOrStop(
+  what: string,
+  probe: () => Promise<boolean>,
+  opts: { timeoutMs: number; pid: number; logFile?: string },
+): Promise<void> {
+  try {
+    await waitUntil(what, probe, opts);
+  } catch (err) {
+    await stopPid(opts.pid, 5_000);
+    throw err;
+  }
+}
+
 function sizeOf(file: string | undefined): number {
   return file !== undefined && existsSync(file) ? statSync(file).size : 0;
 }

@@ -12,8 +12,7 @@ import {
   runToEnd,
   startLogged,
   stopFromPidFile,
-  stopPid,
-  waitUntil,
+  waitOrStop,
 } from './process-control.ts';
 
 // Apicurio 3.x modules and the 2.5/2.6 schema utilities are not all served by Maven Central; 2.4.2
@@ -203,16 +202,11 @@ export async function startRegistry(opts: LocalRegistryOptions): Promise<LocalRe
     { logFile, pidFile, cwd: dataDir, detached: opts.detached ?? false },
   );
   const url = `http://127.0.0.1:${opts.port}${CCOMPAT_PATH}`;
-  try {
-    await waitUntil('Schema Registry', () => registryAnswers(url), {
-      timeoutMs: opts.startTimeoutMs ?? 60_000,
-      pid: proc.pid,
-      logFile,
-    });
-  } catch (err) {
-    await stopPid(proc.pid, 5_000);
-    throw err;
-  }
+  await waitOrStop('Schema Registry', () => registryAnswers(url), {
+    timeoutMs: opts.startTimeoutMs ?? 60_000,
+    pid: proc.pid,
+    logFile,
+  });
   return {
     url,
     pid: proc.pid,

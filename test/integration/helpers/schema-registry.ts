@@ -3,17 +3,9 @@
 // afterAll, so that a test may stop it and bring it back with its schemas (the outage tests).
 // SCHEMA_REGISTRY_URL names a registry that already runs instead: nothing is started, and the
 // tests that stop it are skipped, since this run does not own it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { defaultCacheDir } from '../../../scripts/services/kafka-local.ts';
-import { freePort } from '../../../scripts/services/process-control.ts';
-import {
-  CCOMPAT_PATH,
-  startRegistry,
-  type LocalRegistry,
-} from '../../../scripts/services/registry-local.ts';
+import { CCOMPAT_PATH, startRegistry } from '../../../scripts/services/registry-local.ts';
+import { stoppableService } from './stoppable-service.ts';
 
 export interface StoppableSchemaRegistry {
   /** The Confluent-compatible base URL (…/apis/ccompat/v7 for the local one). */
@@ -42,43 +34,25 @@ export function stoppableSchemaRegistry(name: string): StoppableSchemaRegistry {
       );
     return { url: () => external, managed: false, stop: notOurs, start: notOurs };
   }
-  let port = 0;
-  let dataDir = '';
-  let registry: LocalRegistry | undefined;
-  let firstStart = true;
-  const start = async (): Promise<void> => {
-    // The first start of a fresh machine builds the registry (minutes): vitest's hook timeout is
-    // the hang guard, and the launcher's own bound is on silence in the registry's log.
-    registry = await startRegistry({
+  // The first start of a fresh machine builds the registry (minutes): vitest's hook timeout is
+  // the hang guard, and the launcher's own bound is on silence in the registry's log.
+  const service = stoppableService(name, (port, dataDir, first) =>
+    startRegistry({
       cacheDir: defaultCacheDir(),
       port,
       dataDir,
-      keepData: !firstStart,
+      keepData: !first,
       startTimeoutMs: 120_000,
-    });
-    firstStart = false;
-  };
-  const stop = async (): Promise<void> => {
-    await registry?.stop();
-    registry = undefined;
-  };
-  beforeAll(async () => {
-    port = await freePort();
-    dataDir = mkdtempSync(join(tmpdir(), `hugot-${name}-`));
-    await start();
-  });
-  afterAll(async () => {
-    await stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+    }),
+  );
   return {
     url: () => {
-      if (port === 0)
+      if (service.port() === 0)
         throw new Error('the Schema Registry starts in beforeAll: ask for its URL in a test');
-      return `http://127.0.0.1:${port}${CCOMPAT_PATH}`;
+      return `http://127.0.0.1:${service.port()}${CCOMPAT_PATH}`;
     },
     managed: true,
-    stop,
-    start,
+    stop: service.stop,
+    start: service.start,
   };
 }
