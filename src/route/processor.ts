@@ -290,31 +290,46 @@ export class RecordProcessor {
     }
     const plain = toPlain(vectors.result);
     const written = schemas?.output;
+    let bytes: Buffer;
     if (written !== undefined) {
       // Compact vectors stay bytes until the output's format says how it holds them.
       const held = toPlain(vectors.result, true);
       const value = this.route.output.mode === 'merge' ? this.merged(parsed, text, held) : held;
-      return {
-        kind: 'output',
-        result: plain,
-        source: record,
-        ...(cut !== undefined ? { cut } : {}),
-        record: {
-          key: record.key,
-          value: await written.encode(value, held, decoded, record.signal),
-          headers: { ...withoutErrorHeaders(record.headers), ...vectors.headers },
-          origin: record.origin,
-        },
-      };
-    }
+      bytes = await written.encode(value, held, decoded, record.signal);
+    } else bytes = Buffer.from(this.jsonValue(plain, parsed, text, decoded !== undefined));
+    return {
+      kind: 'output',
+      result: plain,
+      source: record,
+      ...(cut !== undefined ? { cut } : {}),
+      record: {
+        key: record.key,
+        value: bytes,
+        headers: { ...withoutErrorHeaders(record.headers), ...vectors.headers },
+        origin: record.origin,
+      },
+    };
+  }
+
+  /**
+   * The output as JSON text: the result alone, or merged into the record (spliced into its text,
+   * or copied into the record its schema decoded).
+   */
+  private jsonValue(
+    plain: unknown,
+    parsed: unknown,
+    text: string | undefined,
+    wasDecoded: boolean,
+  ): string {
     const resultJson = JSON.stringify(plain);
     let value = resultJson;
-    if (decoded !== undefined && this.route.output.mode === 'merge')
+    if (wasDecoded && this.route.output.mode === 'merge')
       // A record decoded by its schema, written as JSON (a sink without output.schema).
       value = JSON.stringify(toPlain(this.merged(parsed, text, plain)));
     else if (this.route.output.mode === 'merge') {
       // Spliced into the record's own text: nothing outside the output field changes.
-      const base = format === 'json' ? (text as string) : JSON.stringify({ input: text });
+      const base =
+        this.route.input.format === 'json' ? (text as string) : JSON.stringify({ input: text });
       try {
         value = spliceField(base, this.route.output.field, resultJson, this.route.output.overwrite);
         // The decoder drops a leading byte-order mark and so does the output: JSON text must
@@ -329,18 +344,7 @@ export class RecordProcessor {
         );
       }
     }
-    return {
-      kind: 'output',
-      result: plain,
-      source: record,
-      ...(cut !== undefined ? { cut } : {}),
-      record: {
-        key: record.key,
-        value: Buffer.from(value),
-        headers: { ...withoutErrorHeaders(record.headers), ...vectors.headers },
-        origin: record.origin,
-      },
-    };
+    return value;
   }
 
   /**
