@@ -2,10 +2,11 @@
 // from scripts/models/kit/quantize_decoder.py) load in the same pipeline and follow float32's
 // greedy tokens closely on the committed prompts (test/fixtures/real-weights, transformers' greedy
 // output on the float32 weights). `npm run models:ensure` builds both exports without torch
-// (scripts/models/build_weights.py), as `models:fetch` does with it. Quantized weights change the logits, so a
-// close race between two tokens may go the other way and the continuation drifts from there:
-// the check is a floor on the tokens chosen before the first divergence, measured on this
-// machine (docs/generative.md#quantized-decoders), not equality. The parity goldens stay float32.
+// (scripts/models/build_weights.py), as `models:fetch` does with it. Quantized weights change the
+// logits, so a close race between two tokens may go the other way and the continuation drifts
+// from there: the check is a floor on the tokens chosen before the first divergence, measured on
+// this machine (docs/generative.md#quantized-decoders-and-node-llama-cpp), not equality. The
+// parity goldens stay float32.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
@@ -21,7 +22,7 @@ const FOLDER = join(import.meta.dirname, '..', '..', '.cache', 'models', 'smollm
 /**
  * Floors on the share of float32's first 16 greedy tokens (over the 8 golden prompts) that each
  * export reproduces before its first divergence, and on the prompts reproduced whole. Set below
- * what was measured (docs/generative.md#quantized-decoders) by a margin for another CPU's kernels.
+ * what was measured (docs/generative.md, Quantized decoders) by a margin for another CPU's kernels.
  */
 const FLOORS = {
   // Measured 0.70 and 5 of 8: the GGUF file's own 4-bit blocks, activations in int8.
