@@ -20,8 +20,9 @@
 // `-- --model smollm2|llama-100m|<folder>` picks the model (default BENCH_MODEL, else llama-100m);
 // `-- --passes mixed,shared,structured` runs only some of the passes (default all three).
 // `-- --passes versus` (issue 38) runs the mixed e-mails RUNS times (`-- --runs`, default 3) with
-// every contender side by side: the engine on model.onnx, model_q4.onnx (int4 MatMulNBits) and
-// model_int8.onnx, static and sequential on BENCH_BASELINES (fp32,q4), and node-llama-cpp on the
+// every contender side by side: the engine on model.onnx, model_q4.onnx (int4 MatMulNBits),
+// model_int8.onnx and model_appending.onnx (float32, the step's keys and values out), static and
+// sequential on BENCH_BASELINES (fp32,q4,appending), and node-llama-cpp on the
 // folder's GGUF (threads searched, or BENCH_LLAMA_THREADS); medians, start-up times and the
 // quantized exports' greedy agreement with float32 in the final line.
 import { existsSync, readFileSync } from 'node:fs';
@@ -558,9 +559,11 @@ const VARIANTS: Record<string, string> = {
   fp32: 'model.onnx',
   q4: 'model_q4.onnx',
   int8: 'model_int8.onnx',
+  // float32 too: the step's keys and values out, appended to the engine's own buffers.
+  appending: 'model_appending.onnx',
 };
 /** Exports whose static and sequential baselines the versus pass runs too (each ~40 s a run). */
-const BASELINES = (process.env['BENCH_BASELINES'] ?? 'fp32,q4').split(',');
+const BASELINES = (process.env['BENCH_BASELINES'] ?? 'fp32,q4,appending').split(',');
 
 /**
  * The mixed e-mails at REQUESTS concurrent requests, RUNS times with every contender side by

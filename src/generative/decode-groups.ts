@@ -1,6 +1,6 @@
-// The decode batch as a few left-padded groups instead of one. A decode step's cost on this
-// export grows with rows x padded past length (the graph concatenates and copies the whole cache
-// every step), so one long row would make every short row pay for its length. Measured on the
+// The decode batch as a few left-padded groups instead of one. A decode step's cost grows with
+// rows x padded past length (most on an export that concatenates and copies the whole cache every
+// step), so one long row would make every short row pay for its length. Measured on the
 // ~100M model (docs/generative.md), one more session.run costs about as much as ~1000 cached
 // token-rows; rows sorted by cached length are cut into the groups that minimise
 // sum(runCost + rows x longest span), an exact dynamic programme over at most maxActive rows.
@@ -17,6 +17,17 @@ import {
   type SharedPrefix,
 } from '../pipelines/generation/kv-cache.ts';
 import { assembleRows, moveOntoPrefix, withoutPrefix, type KvRowRef } from './kv-batch.ts';
+
+/**
+ * decodeRunCostTokens when the configuration leaves it out. An export that returns the whole
+ * cache copies every padded column of every row each step (1024: measured on the ~100M model,
+ * docs/generative.md); an appending one only attends over them, so a padded column costs a
+ * fraction as much and one batch stays worth it far longer (4096: `npm run bench:decode-step`
+ * measured 3,647 on SmolLM2).
+ */
+export function defaultDecodeRunCost(layout: KvLayout): number {
+  return layout.appending ? 4096 : 1024;
+}
 
 export interface DecodeGroup<S> {
   /** `rows[r]` owns row r of `state`. */

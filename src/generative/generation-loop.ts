@@ -16,7 +16,12 @@ import { GenerationProgress } from '../pipelines/generation/generation-progress.
 import { emptyKvState, realSpan, runStep, type KvState } from '../pipelines/generation/kv-cache.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
-import { formGroups, type DecodeGroup, type GroupMember } from './decode-groups.ts';
+import {
+  defaultDecodeRunCost,
+  formGroups,
+  type DecodeGroup,
+  type GroupMember,
+} from './decode-groups.ts';
 import { assembleRows, dropRows } from './kv-batch.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
@@ -245,7 +250,7 @@ export class GenerationLoop implements StepLoop {
     this.groups = formGroups(
       this.pipeline.layout,
       members,
-      this.scheduler.limits.decodeRunCostTokens,
+      this.scheduler.limits.decodeRunCostTokens ?? defaultDecodeRunCost(this.pipeline.layout),
     );
     for (const seq of joining) seq.kv = undefined;
   }

@@ -6,9 +6,12 @@
 // past length is the longest live row's, not the longest ever seen. docs/generative.md has the
 // measurement that chose this over concatenating per-sequence caches every step. Rows of one
 // batch share one shared prefix (or none): it is fed once per run, never copied into the rows.
+// Rows are `capacityOf` columns apart in storage: an appending export's buffers have spare ones.
 import { Tensor } from '../runtime/tensor.ts';
 import { InferenceError } from '../errors.ts';
 import {
+  APPEND_COLUMNS,
+  capacityOf,
   emptyKvState,
   realSpan,
   type KvLayout,
@@ -23,7 +26,10 @@ export interface KvRowRef {
   row: number;
 }
 
-/** A new left-padded batch holding the given rows, in the given order. */
+/**
+ * A new left-padded batch holding the given rows, in the given order. For an appending export
+ * its buffers get APPEND_COLUMNS spare columns, so that the next steps write in place.
+ */
 export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvState {
   if (rows.length === 0) return emptyKvState(layout, 0);
   const shared = rows[0]?.state.shared;
@@ -31,21 +37,23 @@ export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvSta
     throw new InferenceError('rows of one decode batch must share one shared prefix');
   const spans = rows.map(({ state, row }) => realSpan(state, row));
   const length = spans.reduce((max, s) => Math.max(max, s), 0);
+  const capacity = length + (layout.appending ? APPEND_COLUMNS : 0);
   const { kvHeads: heads, headDim: dim } = layout;
   const past = layout.pastNames.map((name, t) => {
     // Padding columns are never attended to, but zeros keep them finite for every kernel.
-    const out = allocateCache(layout.dtype, rows.length * heads * length * dim);
+    const out = allocateCache(layout.dtype, rows.length * heads * capacity * dim);
     rows.forEach(({ state, row }, r) => {
       const source = cacheBits(state.past[t], name);
+      const stride = capacityOf(state);
       const span = spans[r] as number;
       const skip = state.pastLength - span;
       for (let h = 0; h < heads; h += 1) {
-        const from = ((row * heads + h) * state.pastLength + skip) * dim;
-        const to = ((r * heads + h) * length + length - span) * dim;
+        const from = ((row * heads + h) * stride + skip) * dim;
+        const to = ((r * heads + h) * capacity + length - span) * dim;
         out.set(source.subarray(from, from + span * dim), to);
       }
     });
-    return new Tensor(layout.dtype, out, [rows.length, heads, length, dim]);
+    return new Tensor(layout.dtype, out, [rows.length, heads, capacity, dim]);
   });
   return {
     batch: rows.length,
@@ -84,19 +92,15 @@ export function dropRows(layout: KvLayout, state: KvState, drop: ReadonlySet<num
   for (let r = size; r < state.batch; r += 1) if (!drop.has(r)) movers.push(r);
   holes.forEach((hole, i) => (from[hole] = movers[i] as number));
   const { kvHeads: heads, headDim: dim } = layout;
-  const rowSize = heads * state.pastLength * dim;
+  const capacity = capacityOf(state);
+  const rowSize = heads * capacity * dim;
   const past = layout.pastNames.map((name, t) => {
     const data = cacheBits(state.past[t], name);
     holes.forEach((hole, i) => {
       const mover = movers[i] as number;
       data.copyWithin(hole * rowSize, mover * rowSize, (mover + 1) * rowSize);
     });
-    return new Tensor(layout.dtype, data.subarray(0, size * rowSize), [
-      size,
-      heads,
-      state.pastLength,
-      dim,
-    ]);
+    return new Tensor(layout.dtype, data.subarray(0, size * rowSize), [size, heads, capacity, dim]);
   });
   return {
     state: {
@@ -147,8 +151,9 @@ export function withoutPrefix(layout: KvLayout, state: KvState, row: number): Kv
     const out = allocateCache(layout.dtype, heads * length * dim);
     const prefix = cacheBits(shared.past[t], name);
     const source = cacheBits(state.past[t], name);
+    const stride = capacityOf(state);
     for (let h = 0; h < heads; h += 1) {
-      const from = ((row * heads + h) * state.pastLength + state.pastLength - span) * dim;
+      const from = ((row * heads + h) * stride + state.pastLength - span) * dim;
       out.set(
         prefix.subarray(h * shared.length * dim, (h + 1) * shared.length * dim),
         h * length * dim,
@@ -177,9 +182,10 @@ function copyColumns(
   const { kvHeads: heads, headDim: dim } = layout;
   return layout.pastNames.map((name, t) => {
     const source = cacheBits(state.past[t], name);
+    const stride = capacityOf(state);
     const out = allocateCache(layout.dtype, heads * count * dim);
     for (let h = 0; h < heads; h += 1) {
-      const start = ((row * heads + h) * state.pastLength + from) * dim;
+      const start = ((row * heads + h) * stride + from) * dim;
       out.set(source.subarray(start, start + count * dim), h * count * dim);
     }
     return new Tensor(layout.dtype, out, [1, heads, count, dim]);

@@ -19,9 +19,10 @@ export const schedulerOptionsSchema = z
     /**
      * What one more decode run costs, in cached token-rows: decoding rows are split into
      * length groups when that saves more padding than this. 0 splits at every length; a huge
-     * value keeps one batch. Default 1024 (measured on the ~100M model, docs/generative.md).
+     * value keeps one batch. Default by export (decode-groups.ts defaultDecodeRunCost): 1024,
+     * or 4096 for an appending one, whose padding costs attention only (docs/generative.md).
      */
-    decodeRunCostTokens: z.number().int().min(0).default(1024),
+    decodeRunCostTokens: z.number().int().min(0).optional(),
   })
   .strict()
   .refine((o) => o.stepTokens > o.maxActive, {

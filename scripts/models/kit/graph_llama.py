@@ -8,6 +8,8 @@ operations are transformers' LlamaForCausalLM ones: RMSNorm, rotary embeddings o
 grouped-query attention that folds a group's query heads into rows (no repeated KV heads), a
 shared prefix attended before each row's own cache in one softmax, a SiLU-gated MLP, and the
 embedding matrix reused as the output projection (tied weights: one copy in the file).
+build(appending=True) writes the appending export beside it (model_appending.onnx): the same
+inputs and arithmetic, but each step's keys and values out instead of the concatenated cache.
 
 Weights: gguf's numpy dequantization, with llama.cpp's Q/K row permutation undone as transformers'
 GGUF loader undoes it (modeling_gguf_pytorch_utils.LlamaTensorProcessor), so the graph computes
@@ -101,6 +103,7 @@ class _Dims(NamedTuple):
     seq: str
     total: str
     prefix: str
+    past: str
 
 
 def _rms_norm(g: Graph, x: str, weight: str, eps: float) -> str:
@@ -117,7 +120,7 @@ def _rotate(g: Graph, x: str, cos: str, sin: str, half: int) -> str:
     return g.op("Add", g.op("Mul", x, cos), g.op("Mul", rotated, sin))
 
 
-def _attention(g: Graph, c: LlamaConfig, h: str, w: dict[str, str], i: int, rope: tuple[str, str], mask: str, d: _Dims) -> str:
+def _attention(g: Graph, c: LlamaConfig, h: str, w: dict[str, str], i: int, rope: tuple[str, str], mask: str, d: _Dims, appending: bool) -> str:
     cos, sin = rope
     groups = c.heads // c.kv_heads
 
@@ -128,8 +131,14 @@ def _attention(g: Graph, c: LlamaConfig, h: str, w: dict[str, str], i: int, rope
     q = _rotate(g, heads_of(w["q"], c.heads), cos, sin, c.head_dim // 2)
     k = _rotate(g, heads_of(w["k"], c.kv_heads), cos, sin, c.head_dim // 2)
     v = heads_of(w["v"], c.kv_heads)
-    key = g.op("Concat", f"past_key_values.{i}.key", k, axis=2, name=f"present.{i}.key")
-    value = g.op("Concat", f"past_key_values.{i}.value", v, axis=2, name=f"present.{i}.value")
+    past_key, past_value = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
+    if appending:
+        # The step's own keys and values are the outputs; the past is attended where it lies.
+        k = g.op("Identity", k, name=f"step_key_values.{i}.key")
+        v = g.op("Identity", v, name=f"step_key_values.{i}.value")
+    else:
+        key = g.op("Concat", past_key, k, axis=2, name=f"present.{i}.key")
+        value = g.op("Concat", past_value, v, axis=2, name=f"present.{i}.value")
 
     # A group's query heads become rows: [batch, kv_heads, groups * seq, head_dim] against the
     # cache as it is. Shapes are spelt out, not -1: an empty prefix makes tensors empty.
@@ -143,7 +152,11 @@ def _attention(g: Graph, c: LlamaConfig, h: str, w: dict[str, str], i: int, rope
         shape = g.op("Concat", d.batch, g.const([c.heads]), d.seq, length, axis=0)
         return g.op("Mul", g.op("Reshape", raw, shape), scale)
 
-    own = g.op("Add", scores_against(key, d.total), mask)
+    if appending:
+        own_scores = g.op("Concat", scores_against(past_key, d.past), scores_against(k, d.seq), axis=-1)
+    else:
+        own_scores = scores_against(key, d.total)
+    own = g.op("Add", own_scores, mask)
     prefix = scores_against(f"prefix_key_values.{i}.key", d.prefix)
     probs = g.op("Softmax", g.op("Concat", prefix, own, axis=-1), axis=-1)
 
@@ -152,13 +165,28 @@ def _attention(g: Graph, c: LlamaConfig, h: str, w: dict[str, str], i: int, rope
         return g.op("Reshape", part, g.op("Concat", d.batch, kv_shape, rows, length, axis=0))
 
     from_prefix = g.op("MatMul", probs_for(g.const([0]), d.prefix, d.prefix), f"prefix_key_values.{i}.value")
-    from_own = g.op("MatMul", probs_for(d.prefix, g.const([INT64_MAX]), d.total), value)
+    if appending:
+        past_end = g.op("Add", d.prefix, d.past)
+        from_own = g.op(
+            "Add",
+            g.op("MatMul", probs_for(d.prefix, past_end, d.past), past_value),
+            g.op("MatMul", probs_for(past_end, g.const([INT64_MAX]), d.seq), v),
+        )
+    else:
+        from_own = g.op("MatMul", probs_for(d.prefix, g.const([INT64_MAX]), d.total), value)
     out = g.op("Reshape", g.op("Add", from_prefix, from_own), g.op("Concat", d.batch, g.const([c.heads]), d.seq, g.const([c.head_dim]), axis=0))
     out = g.op("Reshape", g.op("Transpose", out, perm=[0, 2, 1, 3]), g.const([0, 0, c.heads * c.head_dim]))
     return g.op("MatMul", out, w["o"])
 
 
-def build(config: LlamaConfig, weights: dict[str, np.ndarray]) -> Graph:
+def build(config: LlamaConfig, weights: dict[str, np.ndarray], appending: bool = False) -> Graph:
+    """The decoder; with `appending`, outputs the step's keys and values, not the whole cache.
+
+    An appending export takes the same inputs, but returns step_key_values.{i}.key/.value
+    ([batch, kv_heads, sequence_length, head_dim]) where the other returns present.{i}.*: the
+    caller writes them into its own cache buffer, whose columns past the rows' real ones are
+    zeros that the attention mask hides. No step then copies the cache.
+    """
     c = config
     g = Graph("llama")
     past_names, prefix_names, present_names = input_names(c.layers)
@@ -171,10 +199,13 @@ def build(config: LlamaConfig, weights: dict[str, np.ndarray]) -> Graph:
         g.input(name, FLOAT, [1, c.kv_heads, "prefix_length", c.head_dim])
     g.output("logits", FLOAT, ["batch_size", LOGITS_AXIS_1, c.vocab])
     for name in present_names:
-        g.output(name, FLOAT, ["batch_size", c.kv_heads, "total_sequence_length", c.head_dim])
+        if appending:
+            g.output(name.replace("present.", "step_key_values."), FLOAT, ["batch_size", c.kv_heads, "sequence_length", c.head_dim])
+        else:
+            g.output(name, FLOAT, ["batch_size", c.kv_heads, "total_sequence_length", c.head_dim])
 
-    d = _Dims(g.dim("input_ids", 0), g.dim("input_ids", 1), g.dim("attention_mask", 1), g.dim("prefix_key_values.0.key", 2))
     past_length = g.dim("past_key_values.0.key", 2)
+    d = _Dims(g.dim("input_ids", 0), g.dim("input_ids", 1), g.dim("attention_mask", 1), g.dim("prefix_key_values.0.key", 2), past_length)
 
     # transformers' eager mask: a query at cache position past + j sees keys up to it that the
     # attention mask keeps; the rest get float32's lowest value added. The prefix is never masked.
@@ -201,7 +232,7 @@ def build(config: LlamaConfig, weights: dict[str, np.ndarray]) -> Graph:
         w = {key: g.weight(f"model.layers.{i}.{gguf}.weight_t", weights[f"{blk}.{gguf}.weight"].T) for key, gguf in names.items()}
         attn_norm = g.weight(f"model.layers.{i}.input_layernorm.weight", weights[f"{blk}.attn_norm.weight"])
         ffn_norm = g.weight(f"model.layers.{i}.post_attention_layernorm.weight", weights[f"{blk}.ffn_norm.weight"])
-        attended = _attention(g, c, _rms_norm(g, x, attn_norm, c.rms_eps), w, i, rope, mask, d)
+        attended = _attention(g, c, _rms_norm(g, x, attn_norm, c.rms_eps), w, i, rope, mask, d, appending)
         x = g.op("Add", x, attended)
         h = _rms_norm(g, x, ffn_norm, c.rms_eps)
         gate = g.op("MatMul", h, w["gate"])

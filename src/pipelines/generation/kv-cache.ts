@@ -7,10 +7,22 @@
 // head dim], scripts/models/kit/causal_lm.py): prompt positions that every row of the batch starts
 // with, attended by every row but held once. A state that has one keeps only each row's own
 // columns in `past`; positions still count from the start of the prefix.
+// An appending export (scripts/models/kit/graph_llama.py build(appending=True)) returns only the
+// step's keys and values (step_key_values.{i}.key/.value) instead of the whole cache: the state's
+// tensors are then buffers with spare columns, which `advance` writes the step into where they
+// lie. No step copies the cache; a buffer that is full is copied once into one APPEND_COLUMNS
+// wider.
 import { Tensor } from '../../runtime/tensor.ts';
 import type { OrtSession, Outputs } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
-import { asKvDataType, floatData, zerosTensor, type KvDataType } from './kv-dtype.ts';
+import {
+  allocateCache,
+  asKvDataType,
+  cacheBits,
+  floatData,
+  zerosTensor,
+  type KvDataType,
+} from './kv-dtype.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
 
@@ -28,12 +40,25 @@ export interface KvLayout {
   hasPositionIds: boolean;
   /** Optimum's merged decoders switch between prefill and decode with this boolean input. */
   hasUseCacheBranch: boolean;
+  /**
+   * The export returns the step's columns only (`presentNames` are step_key_values.*), which
+   * `advance` appends to the state's buffers in place.
+   */
+  appending: boolean;
 }
+
+/** Columns an appending state's buffers grow by when a step does not fit. */
+export const APPEND_COLUMNS = 64;
 
 export interface KvState {
   batch: number;
-  /** Cache tensors in `KvLayout.pastNames` order: each row's own columns, after any shared prefix. */
+  /**
+   * Cache tensors in `KvLayout.pastNames` order: each row's own columns, after any shared prefix.
+   * Their third dimension is the capacity (`capacityOf`): pastLength, or more for an appending
+   * export, whose columns from pastLength on are zeros that the attention mask hides.
+   */
   past: readonly Tensor[];
+  /** Columns filled (the same for every row: rows are left-padded). */
   pastLength: number;
   /** Per row, 1 for a real token and 0 for padding, over the row's own cached positions. */
   attentionMask: readonly (readonly number[])[];
@@ -69,6 +94,7 @@ export interface StepResult {
 }
 
 const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
+const STEP_PREFIX = 'step_key_values.';
 const PREFIX = /^prefix_key_values\.(\d+)\.(key|value)$/;
 
 export function kvLayoutOf(model: LoadedModel): KvLayout {
@@ -80,8 +106,9 @@ export function kvLayoutOf(model: LoadedModel): KvLayout {
       { field: 'onnxFile' },
     );
   }
+  const appending = model.outputNames.some((n) => n.startsWith(STEP_PREFIX));
   const presentNames = pastNames.map((name) => {
-    const present = name.replace(/^past_key_values\./, 'present.');
+    const present = name.replace(/^past_key_values\./, appending ? STEP_PREFIX : 'present.');
     if (!model.outputNames.includes(present))
       throw new ModelFolderError(`${model.onnxPath} has ${name} but no output ${present}`, {
         field: 'onnxFile',
@@ -127,7 +154,13 @@ export function kvLayoutOf(model: LoadedModel): KvLayout {
       : (model.outputNames[0] ?? 'logits'),
     hasPositionIds: model.inputNames.includes('position_ids'),
     hasUseCacheBranch: model.inputNames.includes('use_cache_branch'),
+    appending,
   };
+}
+
+/** Columns the state's cache tensors hold per row (pastLength or, appending, more). */
+export function capacityOf(state: KvState): number {
+  return state.past[0]?.dims[2] ?? state.pastLength;
 }
 
 /** The state before the prompt: an empty cache (past length 0), as Python's first step. */
@@ -175,7 +208,9 @@ export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens):
   if (ids.length !== state.batch)
     throw new InferenceError(`step has ${ids.length} rows but the cache holds ${state.batch}`);
   const width = ids[0]?.length ?? 0;
-  const total = state.pastLength + width;
+  // Mask columns: the filled past, then a buffer's spare (never attended), then the step's.
+  const capacity = capacityOf(state);
+  const total = capacity + width;
   const idData = new BigInt64Array(state.batch * width);
   const positionData = new BigInt64Array(state.batch * width);
   const maskData = new BigInt64Array(state.batch * total);
@@ -191,7 +226,7 @@ export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens):
     for (let c = 0; c < width; c += 1) {
       const real = rowMask[c] ?? 0;
       idData[r * width + c] = BigInt(rowIds[c] ?? 0);
-      maskData[r * total + state.pastLength + c] = BigInt(real);
+      maskData[r * total + capacity + c] = BigInt(real);
       // Python: cumsum(attention_mask) - 1 over real tokens; padding positions get a harmless 1.
       positionData[r * width + c] = BigInt(real === 1 ? seen : 1);
       if (real === 1) seen += 1;
@@ -226,20 +261,59 @@ export function advance(
 ): KvState {
   const width = tokens.ids[0]?.length ?? 0;
   const mask = tokens.mask ?? tokens.ids.map((r) => r.map(() => 1));
+  const returned = layout.presentNames.map((name) => {
+    const tensor = outputs[name];
+    if (tensor === undefined) throw new InferenceError(`the model returned no '${name}'`);
+    return tensor;
+  });
   return {
     batch: state.batch,
     ...(state.shared === undefined ? {} : { shared: state.shared }),
-    past: layout.presentNames.map((name) => {
-      const tensor = outputs[name];
-      if (tensor === undefined) throw new InferenceError(`the model returned no '${name}'`);
-      return tensor;
-    }),
+    past: layout.appending ? appendColumns(layout, state, returned, width) : returned,
     pastLength: state.pastLength + width,
     attentionMask: state.attentionMask.map((row, r) => [...row, ...(mask[r] ?? [])]),
     realTokens: state.realTokens.map(
       (n, r) => n + (mask[r] ?? []).reduce((a: number, b) => a + b, 0),
     ),
   };
+}
+
+/**
+ * The state's buffers with the step's columns written after its filled ones. They are written in
+ * place when they fit; otherwise into new buffers APPEND_COLUMNS wider than needed (which is also
+ * how a state that does not own spare columns, such as an empty one or a prefix-cache hit, is
+ * never written: its capacity is its length).
+ */
+function appendColumns(
+  layout: KvLayout,
+  state: KvState,
+  steps: readonly Tensor[],
+  width: number,
+): Tensor[] {
+  const { kvHeads: heads, headDim: dim, dtype } = layout;
+  const capacity = capacityOf(state);
+  const filled = state.pastLength;
+  const fits = filled + width <= capacity;
+  const size = fits ? capacity : filled + width + APPEND_COLUMNS;
+  return layout.pastNames.map((name, t) => {
+    const source = cacheBits(state.past[t], name);
+    const step = cacheBits(steps[t], layout.presentNames[t] as string);
+    const target = fits ? source : allocateCache(dtype, state.batch * heads * size * dim);
+    for (let rh = 0; rh < state.batch * heads; rh += 1) {
+      if (!fits && filled > 0)
+        target.set(
+          source.subarray(rh * capacity * dim, (rh * capacity + filled) * dim),
+          rh * size * dim,
+        );
+      target.set(
+        step.subarray(rh * width * dim, (rh + 1) * width * dim),
+        (rh * size + filled) * dim,
+      );
+    }
+    return fits
+      ? (state.past[t] as Tensor)
+      : new Tensor(dtype, target, [state.batch, heads, size, dim]);
+  });
 }
 
 /** Runs one step: feeds from the state and the new tokens, last-position logits and next state. */

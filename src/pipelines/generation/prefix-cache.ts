@@ -17,6 +17,7 @@ import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { parseWithSchema } from '../../options/parse.ts';
 import {
+  capacityOf,
   emptyKvState,
   realSpan,
   type KvLayout,
@@ -230,7 +231,7 @@ export class PrefixCache {
           data:
             column < offset
               ? this.slice(state.shared?.past ?? [], offset, column)
-              : this.slice(state.past, state.pastLength, column - offset),
+              : this.slice(state.past, capacityOf(state), column - offset),
           lastUsed: tick,
         };
         level.set(key, block);
@@ -282,7 +283,10 @@ export class PrefixCache {
     delete block.shared;
   }
 
-  /** One block's columns, from `column` on, of cache tensors [1, kv heads, length, dim], copied. */
+  /**
+   * One block's columns, from `column` on, of cache tensors [1, kv heads, length, dim] (length:
+   * their capacity), copied.
+   */
   private slice(tensors: readonly Tensor[], length: number, column: number): CacheArray[] {
     const { kvHeads: heads, headDim: dim, dtype } = this.layout;
     const { blockTokens } = this.limits;

@@ -48,7 +48,6 @@ describe('generation route config', () => {
       maxActive: 32,
       maxKvTokens: 16_384,
       stepTokens: 256,
-      decodeRunCostTokens: 1024,
       prefixCache: {
         maxBytes: 128 * 1024 * 1024,
         blockTokens: 16,

@@ -275,6 +275,7 @@ describe('dropRows', () => {
     logitsName: 'logits',
     hasPositionIds: true,
     hasUseCacheBranch: false,
+    appending: false,
   };
   // Five rows of 4 cached columns; every value says its tensor, row, head, column and dimension.
   const value = (t: number, r: number, h: number, c: number, d: number): number =>
@@ -354,6 +355,7 @@ describe('decode groups', () => {
     logitsName: 'logits',
     hasPositionIds: true,
     hasUseCacheBranch: false,
+    appending: false,
   };
   const prefix = (p: number): SharedPrefix => ({
     past: [0, 1].map((t) => new Tensor('float32', Float32Array.from(range(p, t)), [1, 1, p, 1])),

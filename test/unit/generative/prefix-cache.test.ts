@@ -40,6 +40,7 @@ const layout = (dtype: 'float32' | 'float16' = 'float32'): KvLayout => ({
   logitsName: 'logits',
   hasPositionIds: true,
   hasUseCacheBranch: false,
+  appending: false,
 });
 
 /** A value that names its tensor, head, position (its token id) and dimension. */
