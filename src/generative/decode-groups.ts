@@ -23,7 +23,7 @@ import { assembleRows, moveOntoPrefix, withoutPrefix, type KvRowRef } from './kv
  * cache copies every padded column of every row each step (1024: measured on the ~100M model,
  * docs/generative.md); an appending one only attends over them, so a padded column costs a
  * fraction as much and one batch stays worth it far longer (4096: `npm run bench:decode-step`
- * measured 3,647 on SmolLM2).
+ * measured 4,203 on SmolLM2, bench/results/cpu-2026-12-03).
  */
 export function defaultDecodeRunCost(layout: KvLayout): number {
   return layout.appending ? 4096 : 1024;

@@ -31,6 +31,37 @@ describe('smollm2-135m-instruct appending export (fetched)', forPipeline('textGe
       .then((m) => new TextGenerationPipeline(m)));
   const goldens = readSmolGoldens();
 
+  /**
+   * Every golden `rounds` times through one step loop, one arriving per step, prompts prefilled in
+   * chunks of 24 tokens (so rows join a batch already decoding); each result must be Python's.
+   */
+  async function expectGoldens(gen: TextGenerationPipeline, rounds: number): Promise<void> {
+    const loop = new GenerationLoop(gen, compileSchedulerOptions({ maxActive: 8, stepTokens: 24 }));
+    const requests = Array.from({ length: rounds }, () => goldens).flat();
+    const events: SequenceEvent[] = [];
+    for (let step = 0; step < requests.length || !loop.idle; step += 1) {
+      const golden = requests[step];
+      if (golden !== undefined) {
+        const request: SubmitRequest = {
+          id: step,
+          input: golden.call.prompt,
+          options: { maxNewTokens: golden.call.options.max_new_tokens },
+        };
+        const failed = await loop.submit(request);
+        if (failed !== undefined) events.push(failed);
+      }
+      events.push(...(await loop.step()));
+      expect(step).toBeLessThan(4000);
+    }
+    expect(events.filter((e) => e.kind === 'failed')).toEqual([]);
+    const done = new Map(
+      events.flatMap((e) => (e.kind === 'done' ? [[e.id, e.result] as const] : [])),
+    );
+    requests.forEach((golden, id) => {
+      expect(done.get(id)?.tokenIds, `${golden.name} (request ${id})`).toEqual(golden.new_ids);
+    });
+  }
+
   describe('greedy output equals the Python pipeline token for token', GOLDEN, () => {
     whenFetched(present)(`alone, every golden (built by npm run models:ensure)`, async () => {
       if (!present) throw missingWeights(`smollm2-135m-instruct/${ONNX_FILE}`);
@@ -50,40 +81,28 @@ describe('smollm2-135m-instruct appending export (fetched)', forPipeline('textGe
       'continuously batched: arriving at different steps, prefilled in chunks, leaving apart',
       async () => {
         if (!present) throw missingWeights(`smollm2-135m-instruct/${ONNX_FILE}`);
-        const gen = await load();
-        // Chunks of 24 tokens: prompts take several steps, so rows join a batch already decoding.
-        const loop = new GenerationLoop(
-          gen,
-          compileSchedulerOptions({ maxActive: 8, stepTokens: 24 }),
-        );
         const longest = Math.max(...goldens.map((g) => g.call.options.max_new_tokens));
         // Rows must outgrow their first buffers for the test to reach the copy into wider ones.
         expect(longest + Math.max(...goldens.map((g) => g.prompt_ids.length))).toBeGreaterThan(
           APPEND_COLUMNS,
         );
-        const events: SequenceEvent[] = [];
-        let step = 0;
-        for (; step < goldens.length || !loop.idle; step += 1) {
-          const golden = goldens[step];
-          if (golden !== undefined) {
-            const request: SubmitRequest = {
-              id: step,
-              input: golden.call.prompt,
-              options: { maxNewTokens: golden.call.options.max_new_tokens },
-            };
-            const failed = await loop.submit(request);
-            if (failed !== undefined) events.push(failed);
-          }
-          events.push(...(await loop.step()));
-          expect(step).toBeLessThan(2000);
-        }
-        const done = new Map(
-          events.flatMap((e) => (e.kind === 'done' ? [[e.id, e.result] as const] : [])),
+        await expectGoldens(await load(), 1);
+      },
+    );
+
+    whenFetched(present)(
+      'continuously batched from the prefix cache: every prompt twice, the second time a hit',
+      async () => {
+        if (!present) throw missingWeights(`smollm2-135m-instruct/${ONNX_FILE}`);
+        const model = await store.load({ path: FOLDER, onnxFile: ONNX_FILE });
+        // Small blocks, so that every golden's prompt has cached blocks the second time round.
+        const cached = new TextGenerationPipeline(
+          model,
+          {},
+          { prefixCache: { blockTokens: 4, minTokens: 4 } },
         );
-        expect(events.filter((e) => e.kind === 'failed')).toEqual([]);
-        goldens.forEach((golden, id) => {
-          expect(done.get(id)?.tokenIds, golden.name).toEqual(golden.new_ids);
-        });
+        await expectGoldens(cached, 2);
+        expect(cached.prefixCache?.stats().hits).toBeGreaterThanOrEqual(goldens.length);
       },
     );
   });
