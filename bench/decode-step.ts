@@ -14,11 +14,11 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
   APPEND_COLUMNS,
+  kvLayoutOf,
   runStep,
   type KvLayout,
   type KvState,
 } from '../src/pipelines/generation/kv-cache.ts';
-import { TextGenerationPipeline } from '../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
 import { Tensor } from '../src/runtime/tensor.ts';
 import { modelFolder } from './lib/generate-workloads.ts';
@@ -59,7 +59,7 @@ const store = new ModelStore();
 const ms: Record<string, Record<string, number>> = {};
 for (const file of EXPORTS) {
   const model = await store.load({ path: MODEL, onnxFile: file, runtime: { intraOpThreads: 1 } });
-  const { layout } = new TextGenerationPipeline(model);
+  const layout = kvLayoutOf(model);
   const times: Record<string, number> = {};
   for (const batch of BATCHES)
     for (const past of PASTS) {
