@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { InferenceSession } from 'onnxruntime-node';
 import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import { inputCost } from '../../src/engine/input-cost.ts';
+import type { RuntimeOptions } from '../../src/runtime/runtime-options.ts';
 import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { DEFAULT_CUDA_THREADS, type ShardOption } from '../../src/shards/shard-spec.ts';
 import type { Comparable, TaskSpec } from './contenders.ts';
@@ -120,22 +121,40 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   const oursTrials: Record<string, number> = {};
   let oursDefault = 0;
   let oursOutputs: unknown[] = [];
-  const variants: { label: string; threads: number; batching?: BatcherOptions }[] = [
-    ...input.cudaThreads.map((t) => ({ label: `threads=${t}`, threads: t })),
+  // Pooling on the device is a cuda shard's default; naming it makes the CPU smoke run take the
+  // same path (a linked run into the pooling graph). pooling=host is what it saves.
+  const onDevice: RuntimeOptions = { poolingOn: 'device' };
+  const variants: {
+    label: string;
+    threads: number;
+    batching?: BatcherOptions;
+    runtime: RuntimeOptions;
+  }[] = [
+    ...input.cudaThreads.map((t) => ({ label: `threads=${t}`, threads: t, runtime: onDevice })),
+    {
+      label: `threads=${DEFAULT_CUDA_THREADS} pooling=host`,
+      threads: DEFAULT_CUDA_THREADS,
+      runtime: { poolingOn: 'host' },
+    },
     ...(input.tokenPricing
       ? [
           {
             label: `threads=${DEFAULT_CUDA_THREADS} pricing=tokens`,
             threads: DEFAULT_CUDA_THREADS,
             batching: { pricing: 'tokens' as const },
+            runtime: onDevice,
           },
         ]
       : []),
   ];
   for (const variant of variants) {
-    const engine = await startEngine(spec.modelFolder, spec.pipeline, variant.batching, [
-      shard(variant.threads),
-    ]);
+    const engine = await startEngine(
+      spec.modelFolder,
+      spec.pipeline,
+      variant.batching,
+      [shard(variant.threads)],
+      variant.runtime,
+    );
     try {
       await allAtOnce(engine, input.warmup);
       const { rps, last } = await best(passes, () => allAtOnce(engine, texts));

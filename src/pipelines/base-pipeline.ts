@@ -4,7 +4,7 @@
 // its own steps in `runBatch`: the empty-batch check, the error wrapping around `session.run` and
 // the timings come from here, so per-pipeline constructors stop repeating them.
 import type { Tensor } from '../runtime/tensor.ts';
-import type { OrtSession, Feeds } from '../runtime/session.ts';
+import type { OrtSession, Feeds, LinkedRun } from '../runtime/session.ts';
 import type { z } from 'zod';
 import { FeedMismatchError, HugotError, InferenceError, OrtStatusError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
@@ -103,11 +103,22 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
     outputNames?: readonly string[],
     session: OrtSession = this.model.session,
   ): Promise<Record<string, Tensor>> {
+    return this.counted(() =>
+      outputNames === undefined ? session.run(feeds) : session.run(feeds, outputNames),
+    );
+  }
+
+  /** One counted linked run from the model's main session into `run.next` (a helper graph). */
+  protected async inferLinked(run: LinkedRun): Promise<Record<string, Tensor>> {
+    return this.counted(() => this.model.session.runLinked(run));
+  }
+
+  private async counted(
+    runs: () => Promise<Record<string, Tensor>>,
+  ): Promise<Record<string, Tensor>> {
     const started = performance.now();
     try {
-      return outputNames === undefined
-        ? await session.run(feeds)
-        : await session.run(feeds, outputNames);
+      return await runs();
     } catch (cause) {
       // Our own typed errors pass; a runtime's (either binding's) gets the task's name.
       const fromRuntime = cause instanceof OrtStatusError || cause instanceof FeedMismatchError;

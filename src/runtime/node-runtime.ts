@@ -3,25 +3,33 @@
 import { InferenceSession } from 'onnxruntime-node';
 import { toSessionOptions, type CompiledRuntimeOptions } from './runtime-options.ts';
 import { sessionLoadError } from './load-error.ts';
-import type { OrtSession } from './session.ts';
+import { runLinkedThroughHost, type OrtSession } from './session.ts';
 
+/** `source` is a file, or a helper graph's bytes (src/runtime/graphs/) under a name for errors. */
 export async function createNodeSession(
-  onnxPath: string,
+  source: string | { name: string; bytes: Uint8Array },
   options: CompiledRuntimeOptions,
 ): Promise<OrtSession> {
   let session: InferenceSession;
+  const label = typeof source === 'string' ? source : source.name;
   try {
-    session = await InferenceSession.create(onnxPath, toSessionOptions(options));
+    session =
+      typeof source === 'string'
+        ? await InferenceSession.create(source, toSessionOptions(options))
+        : await InferenceSession.create(source.bytes, toSessionOptions(options));
   } catch (cause) {
-    throw sessionLoadError(cause, onnxPath, options);
+    throw sessionLoadError(cause, label, options);
   }
-  return {
+  // onnxruntime-node copies every output to JS memory, so a linked run goes through the host.
+  const wrapped: OrtSession = {
     inputNames: session.inputNames,
     outputNames: session.outputNames,
     inputMetadata: session.inputMetadata,
     outputMetadata: session.outputMetadata,
     run: (feeds, fetches) =>
       fetches === undefined ? session.run(feeds) : session.run(feeds, [...fetches]),
+    runLinked: (run) => runLinkedThroughHost(wrapped, run),
     release: () => session.release(),
   };
+  return wrapped;
 }

@@ -57,6 +57,14 @@ export const runtimeOptionsSchema = z
      */
     prepacking: z.boolean().default(true),
     executionProviders: z.array(providerSchema).min(1).default(['cpu']),
+    /**
+     * Where featureExtraction pools (mean, cls, max) and normalizes: 'device' runs a small ONNX
+     * graph on the encoder's output where it was computed, so only [batch, dim] comes to the host
+     * (src/runtime/graphs/pooling-graph.ts); 'host' pools in JS. 'auto' is 'device' on a GPU
+     * provider with the native binding, and 'host' on CPU (both read the same memory there, and
+     * JS sums in float64) or on onnxruntime-node (which copies every output to the host).
+     */
+    poolingOn: z.enum(['auto', 'device', 'host']).default('auto'),
   })
   .strict();
 
@@ -69,6 +77,24 @@ export function compileRuntimeOptions(
   path = 'runtime',
 ): CompiledRuntimeOptions {
   return parseWithSchema(runtimeOptionsSchema, options, path);
+}
+
+/** The memory a session's outputs live in: its first GPU provider's device, else the host's. */
+export type SessionDevice = { kind: 'cpu' } | { kind: 'cuda'; id: number };
+
+export function sessionDevice(options: CompiledRuntimeOptions): SessionDevice {
+  for (const provider of options.executionProviders) {
+    if (typeof provider === 'string' || provider.name === 'cpu') continue;
+    return { kind: 'cuda', id: provider.deviceId ?? 0 };
+  }
+  return { kind: 'cpu' };
+}
+
+/** Whether featureExtraction pools with the pooling graph (see the `poolingOn` option). */
+export function poolsOnDevice(options: CompiledRuntimeOptions): boolean {
+  if (options.poolingOn !== 'auto') return options.poolingOn === 'device';
+  // onnxruntime-node copies every output to the host, so its GPU sessions gain nothing by it.
+  return options.binding === 'native' && sessionDevice(options).kind !== 'cpu';
 }
 
 /** A stable key so that pipelines asking for the same file with the same options share a session. */

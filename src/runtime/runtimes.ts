@@ -2,7 +2,7 @@
 // between the threads that hold the same table (a shard's); onnxruntime-node cannot, so each of
 // its threads opens its own.
 import { createNodeSession } from './node-runtime.ts';
-import { createNativeSession } from './native/native-session.ts';
+import { createNativeSession, type SessionSource } from './native/native-session.ts';
 import { SharedSessions } from './native/shared-sessions.ts';
 import { assertProvidersInstalled, type CompiledRuntimeOptions } from './runtime-options.ts';
 import type { OrtSession } from './session.ts';
@@ -24,12 +24,13 @@ export class SessionFactory {
     this.threads = sharing?.threads ?? 1;
   }
 
-  async open(onnxPath: string, options: CompiledRuntimeOptions): Promise<OrtSession> {
-    if (options.binding === 'onnxruntime-node') return createNodeSession(onnxPath, options);
+  /** `source` is a model file, or a helper graph's bytes under its name (src/runtime/graphs/). */
+  async open(source: SessionSource, options: CompiledRuntimeOptions): Promise<OrtSession> {
+    if (options.binding === 'onnxruntime-node') return createNodeSession(source, options);
     assertProvidersInstalled(options);
     // Let the event loop turn before the (blocking) native load, as onnxruntime-node does.
     await new Promise((resolve) => setImmediate(resolve));
-    return createNativeSession(onnxPath, options, {
+    return createNativeSession(source, options, {
       shared: this.shared,
       intraOpThreads: sharedIntraOpThreads(
         options.intraOpThreads,

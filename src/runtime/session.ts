@@ -11,6 +11,20 @@ export type TensorMetadata = InferenceSession.TensorValueMetadata;
 export type Feeds = Record<string, Tensor>;
 export type Outputs = Record<string, Tensor>;
 
+/**
+ * One session's run feeding another's: `link` maps each of `next`'s inputs to the output of this
+ * session that feeds it. Where the binding can (ours, through IO binding), linked values stay in
+ * the memory the first run made them in (the GPU's, on a CUDA session) and only `next`'s outputs
+ * come to the host.
+ */
+export interface LinkedRun {
+  feeds: Feeds;
+  next: OrtSession;
+  link: Readonly<Record<string, string>>;
+  /** `next`'s other inputs, from the host. */
+  nextFeeds: Feeds;
+}
+
 export interface OrtSession {
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
@@ -18,6 +32,17 @@ export interface OrtSession {
   readonly outputMetadata: readonly ValueMetadata[];
   /** Runs the graph; with `fetches`, only those outputs are computed and returned. */
   run(feeds: Feeds, fetches?: readonly string[]): Promise<Outputs>;
+  /** Runs this session, then `run.next` on its linked outputs; returns `next`'s outputs. */
+  runLinked(run: LinkedRun): Promise<Outputs>;
   /** Frees the session (for a shared one: this holder's share of it). */
   release(): Promise<void>;
+}
+
+/** A linked run through the host: the first session's outputs copied out and fed back in. */
+export async function runLinkedThroughHost(first: OrtSession, run: LinkedRun): Promise<Outputs> {
+  const produced = await first.run(run.feeds, [...new Set(Object.values(run.link))]);
+  const linked: Feeds = {};
+  for (const [input, output] of Object.entries(run.link))
+    linked[input] = produced[output] as Tensor;
+  return run.next.run({ ...run.nextFeeds, ...linked });
 }

@@ -9,6 +9,7 @@ import { readModelConfig, type ModelConfig } from './model-config.ts';
 import {
   compileRuntimeOptions,
   runtimeOptionsKey,
+  type CompiledRuntimeOptions,
   type RuntimeOptions,
 } from '../../runtime/runtime-options.ts';
 import { SessionFactory, type SessionSharing } from '../../runtime/runtimes.ts';
@@ -58,6 +59,13 @@ export interface LoadedModel {
   batchInvariant: boolean;
   /** sentence-transformers' files in the folder (featureExtraction's defaults), when it has them. */
   sentenceTransformers: SentenceTransformersConfig | undefined;
+  /** The options its sessions were opened with. */
+  runtime: CompiledRuntimeOptions;
+  /**
+   * A helper graph's session (src/runtime/graphs/) on the model's device and binding, opened once
+   * per name and shared like the model's own; `bytes` is only read the first time.
+   */
+  helper(name: string, bytes: () => Uint8Array): Promise<OrtSession>;
 }
 
 export interface ModelStoreOptions {
@@ -134,18 +142,24 @@ export class ModelStore {
       preprocessor,
       batchInvariant,
       sentenceTransformers,
+      runtime,
+      helper: (name, bytes) => this.session({ name, bytes }, runtime),
     };
   }
 
-  /** One session per (file, runtime options), shared by every model that uses it. */
+  /** One session per (file or helper graph, runtime options), shared by every model using it. */
   private session(
-    onnxPath: string,
+    source: string | { name: string; bytes: () => Uint8Array },
     runtime: ReturnType<typeof compileRuntimeOptions>,
   ): Promise<OrtSession> {
-    const key = `${onnxPath}|${runtimeOptionsKey(runtime)}`;
+    const name = typeof source === 'string' ? source : `graph:${source.name}`;
+    const key = `${name}|${runtimeOptionsKey(runtime)}`;
     let session = this.sessions.get(key);
     if (session === undefined) {
-      session = this.factory.open(onnxPath, runtime);
+      session = this.factory.open(
+        typeof source === 'string' ? source : { name, bytes: source.bytes() },
+        runtime,
+      );
       this.sessions.set(key, session);
       session.catch(() => this.sessions.delete(key));
     }

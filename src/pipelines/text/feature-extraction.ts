@@ -12,7 +12,16 @@ import { BasePipeline } from '../base-pipeline.ts';
 import { assertString } from '../pipeline.ts';
 import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
 import { sizeIn, textInput, type TaskDefinition } from '../task-definition.ts';
-import { floatOutput } from '../runtime/tensors.ts';
+import { floatOutput, textFeeds } from '../runtime/tensors.ts';
+import { poolsOnDevice } from '../../runtime/runtime-options.ts';
+import {
+  POOLING_INPUTS,
+  POOLING_OUTPUT,
+  poolingGraph,
+  poolingGraphName,
+  type PoolingGraphSpec,
+} from '../../runtime/graphs/pooling-graph.ts';
+import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 
 // pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
 // the model folder's sentence-transformers files, then to the defaults in `settle` below.
@@ -46,6 +55,8 @@ export class FeatureExtractionPipeline extends BasePipeline<
   /** The options with the folder's sentence-transformers defaults filled in. */
   private readonly settled: Settled;
   private readonly outputName: string;
+  /** Set when pooling runs as a graph on the encoder's device (runtime.poolingOn). */
+  private readonly devicePooling: PoolingGraphSpec | undefined;
 
   constructor(model: LoadedModel, options: FeatureExtractionOptions = {}) {
     super(TASK, model, featureExtractionOptionsSchema, options);
@@ -60,6 +71,7 @@ export class FeatureExtractionPipeline extends BasePipeline<
       );
     }
     this.outputName = wanted;
+    this.devicePooling = devicePoolingOf(model, wanted, this.settled);
   }
 
   protected async runBatch(inputs: readonly string[]): Promise<FeatureExtractionResult[]> {
@@ -70,6 +82,7 @@ export class FeatureExtractionPipeline extends BasePipeline<
       truncation: truncation ? 'longest_first' : false,
       ...(maxLength !== undefined ? { maxLength } : {}),
     });
+    if (this.devicePooling !== undefined) return this.poolOnDevice(encoded, this.devicePooling);
     const outputs = await this.inferText(encoded, [this.outputName]);
     const hidden = floatOutput(outputs, this.outputName);
     return encoded.map((encoding, b) => {
@@ -77,6 +90,24 @@ export class FeatureExtractionPipeline extends BasePipeline<
       if (!normalize) return result;
       return Array.isArray(result) ? result.map(l2Normalize) : l2Normalize(result);
     });
+  }
+
+  /** One linked run: the encoder, then the pooling graph on its output, where it was computed. */
+  private async poolOnDevice(
+    encoded: readonly TokenizedText[],
+    spec: PoolingGraphSpec,
+  ): Promise<FeatureExtractionResult[]> {
+    const pooler = await this.model.helper(poolingGraphName(spec), () => poolingGraph(spec));
+    const mask = textFeeds(encoded, [POOLING_INPUTS.mask], 0)[POOLING_INPUTS.mask];
+    const outputs = await this.inferLinked({
+      feeds: textFeeds(encoded, this.model.inputNames, this.tokenizer.padId),
+      next: pooler,
+      link: { [POOLING_INPUTS.hidden]: this.outputName },
+      nextFeeds: { [POOLING_INPUTS.mask]: mask as NonNullable<typeof mask> },
+    });
+    const { data, dims } = floatOutput(outputs, POOLING_OUTPUT);
+    const size = dims[1] ?? 0;
+    return encoded.map((_, b) => data.slice(b * size, (b + 1) * size));
   }
 
   private pool(
@@ -115,6 +146,24 @@ export class FeatureExtractionPipeline extends BasePipeline<
       }
     }
   }
+}
+
+/**
+ * The pooling graph's spec when the model's runtime pools on the device and the graph can: a
+ * mean, CLS or max pooling of a [batch, tokens, hidden] float or fp16 output.
+ */
+function devicePoolingOf(
+  model: LoadedModel,
+  outputName: string,
+  settled: Settled,
+): PoolingGraphSpec | undefined {
+  if (!poolsOnDevice(model.runtime)) return undefined;
+  const { pooling, normalize } = settled;
+  if (pooling !== 'mean' && pooling !== 'cls' && pooling !== 'max') return undefined;
+  const meta = model.session.outputMetadata.find((m) => m.name === outputName);
+  if (meta === undefined || !meta.isTensor || meta.shape.length !== 3) return undefined;
+  if (meta.type !== 'float32' && meta.type !== 'float16') return undefined;
+  return { pooling, normalize, hiddenType: meta.type };
 }
 
 type Parsed = z.output<typeof featureExtractionOptionsSchema>;

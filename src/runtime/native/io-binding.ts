@@ -1,7 +1,7 @@
 // ONNX Runtime's IO binding over one session: inputs bound once and reused across runs, outputs
 // bound to a memory location (ONNX Runtime allocates them there) or to a caller's tensor, which
-// a run then writes in place. CPU memory for now; the GPU work binds device memory through the
-// same calls (BindOutputToDevice with a CUDA OrtMemoryInfo).
+// a run then writes in place. A session on a GPU binds its outputs to the device's OrtMemoryInfo
+// and hands the values to another binding as inputs (a linked run), so they never cross PCIe.
 import { FeedMismatchError } from '../../errors.ts';
 import type { Outputs } from '../session.ts';
 import type { Tensor } from '../tensor.ts';
@@ -47,6 +47,15 @@ export class IoBinding {
     this.bindTensor('BindInput', name, tensor);
   }
 
+  /** An OrtValue the caller owns (another run's output), bound as input `name` as it is. */
+  bindInputValue(name: string, value: Pointer): void {
+    if (!this.isInput(name))
+      throw new FeedMismatchError(`${this.onnxPath}: '${name}' is not an input of the model`, {
+        field: name,
+      });
+    this.lib.call('BindInput', this.open(), name, value);
+  }
+
   /** The run writes output `name` into `tensor`'s memory (its shape must be the output's). */
   bindOutput(name: string, tensor: Tensor): void {
     this.bindTensor('BindOutput', name, tensor);
@@ -62,7 +71,12 @@ export class IoBinding {
 
   /** ONNX Runtime allocates output `name` in CPU memory at each run. */
   bindOutputToCpu(name: string): void {
-    this.lib.call('BindOutputToDevice', this.open(), name, this.thread.cpuMemory);
+    this.bindOutputToDevice(name, this.thread.cpuMemory);
+  }
+
+  /** ONNX Runtime allocates output `name` at each run in `memory` (an OrtMemoryInfo). */
+  bindOutputToDevice(name: string, memory: Pointer): void {
+    this.lib.call('BindOutputToDevice', this.open(), name, memory);
   }
 
   run(): void {
@@ -71,6 +85,21 @@ export class IoBinding {
 
   /** Copies of the bound outputs after a run, by name. */
   outputs(): Outputs {
+    const values = this.takeOutputValues();
+    const out: Outputs = {};
+    try {
+      for (const [name, value] of values) out[name] = readOutputValue(this.lib, value, name);
+    } finally {
+      releaseValues(this.lib, values);
+    }
+    return out;
+  }
+
+  /**
+   * The bound outputs after a run as OrtValues, by name, in the memory they were bound to; the
+   * caller releases them (releaseValues) once done.
+   */
+  takeOutputValues(): Map<string, Pointer> {
     const binding = this.open();
     const names = this.boundOutputNames(binding);
     const table = new BigUint64Array(2);
@@ -82,19 +111,11 @@ export class IoBinding {
       table.subarray(1, 2),
     );
     const [valuesPtr, countBig] = [table[0] as Pointer, table[1] as bigint];
-    const count = Number(countBig);
-    const out: Outputs = {};
-    const release = this.lib.fn('ReleaseValue');
-    try {
-      for (let i = 0; i < count; i += 1) {
-        const name = names[i] ?? `output${i}`;
-        out[name] = readOutputValue(this.lib, this.lib.readPointer(valuesPtr, i), name);
-      }
-    } finally {
-      for (let i = 0; i < count; i += 1) release(this.lib.readPointer(valuesPtr, i));
-      if (valuesPtr !== 0n) this.lib.fn('AllocatorFree')(this.thread.allocator, valuesPtr);
-    }
-    return out;
+    const values = new Map<string, Pointer>();
+    for (let i = 0; i < Number(countBig); i += 1)
+      values.set(names[i] ?? `output${i}`, this.lib.readPointer(valuesPtr, i));
+    if (valuesPtr !== 0n) this.lib.fn('AllocatorFree')(this.thread.allocator, valuesPtr);
+    return values;
   }
 
   clear(): void {
@@ -158,4 +179,9 @@ export class IoBinding {
       throw new FeedMismatchError(`${this.onnxPath}: the IO binding was released`);
     return this.handle;
   }
+}
+
+export function releaseValues(lib: OrtLibrary, values: ReadonlyMap<string, Pointer>): void {
+  const release = lib.fn('ReleaseValue');
+  for (const value of values.values()) release(value);
 }

@@ -3,10 +3,21 @@
 // tensor, never a crash), and Run over OrtValues that point at the feeds' own memory.
 import { FeedMismatchError, ModelFolderError, OrtStatusError } from '../../errors.ts';
 import { sessionLoadError } from '../load-error.ts';
-import type { CompiledRuntimeOptions } from '../runtime-options.ts';
-import type { Feeds, OrtSession, Outputs, ValueMetadata } from '../session.ts';
+import {
+  sessionDevice,
+  type CompiledRuntimeOptions,
+  type SessionDevice,
+} from '../runtime-options.ts';
+import {
+  runLinkedThroughHost,
+  type Feeds,
+  type LinkedRun,
+  type OrtSession,
+  type Outputs,
+  type ValueMetadata,
+} from '../session.ts';
 import type { Tensor } from '../tensor.ts';
-import { IoBinding } from './io-binding.ts';
+import { IoBinding, releaseValues } from './io-binding.ts';
 import { createSessionOptions } from './native-session-options.ts';
 import { OrtLibrary, readCString, type Pointer } from './ort-library.ts';
 import {
@@ -18,14 +29,19 @@ import {
 import type { SharedSessions } from './shared-sessions.ts';
 
 const ORT_LOGGING_LEVEL_WARNING = 2;
+const ALLOCATOR_DEVICE = 0;
 const ALLOCATOR_ARENA = 1;
 const MEM_TYPE_DEFAULT = 0;
+/** onnxruntime's name for CUDA memory (onnxruntime::CUDA in allocator.h). */
+const CUDA_MEMORY = 'Cuda';
 
 /** Per-thread handles every session of the thread uses. */
 interface ThreadHandles {
   env: Pointer;
   allocator: Pointer;
   cpuMemory: Pointer;
+  /** An OrtMemoryInfo per GPU, made when a session first runs there. */
+  gpuMemory: Map<number, Pointer>;
 }
 
 let threadHandles: ThreadHandles | undefined;
@@ -37,9 +53,30 @@ function handles(lib: OrtLibrary): ThreadHandles {
     env: lib.out('CreateEnv', ORT_LOGGING_LEVEL_WARNING, 'hugot-stream'),
     allocator: lib.out('GetAllocatorWithDefaultOptions'),
     cpuMemory: lib.out('CreateCpuMemoryInfo', ALLOCATOR_ARENA, MEM_TYPE_DEFAULT),
+    gpuMemory: new Map(),
   };
   return threadHandles;
 }
+
+/** The OrtMemoryInfo a session's outputs are bound to when they should stay where they are made. */
+function memoryOf(lib: OrtLibrary, thread: ThreadHandles, device: SessionDevice): Pointer {
+  if (device.kind === 'cpu') return thread.cpuMemory;
+  let memory = thread.gpuMemory.get(device.id);
+  if (memory === undefined) {
+    memory = lib.out(
+      'CreateMemoryInfo',
+      CUDA_MEMORY,
+      ALLOCATOR_DEVICE,
+      device.id,
+      MEM_TYPE_DEFAULT,
+    );
+    thread.gpuMemory.set(device.id, memory);
+  }
+  return memory;
+}
+
+/** A model file, or a helper graph's bytes (src/runtime/graphs/) under a name for errors. */
+export type SessionSource = string | { name: string; bytes: Uint8Array };
 
 export interface NativeSessionOptions {
   /** When given, the session is shared with every thread holding the same table. */
@@ -48,33 +85,38 @@ export interface NativeSessionOptions {
   intraOpThreads?: number;
 }
 
-/** Opens `onnxPath` on the native binding (or takes a share of the table's session for it). */
+/** Opens `source` on the native binding (or takes a share of the table's session for it). */
 export function createNativeSession(
-  onnxPath: string,
+  source: SessionSource,
   options: CompiledRuntimeOptions,
   { shared, intraOpThreads = options.intraOpThreads }: NativeSessionOptions = {},
 ): NativeSession {
   const lib = OrtLibrary.get();
   const thread = handles(lib);
-  const open = (): Pointer => openSession(lib, thread.env, onnxPath, options, intraOpThreads);
-  if (shared === undefined) return new NativeSession(lib, thread, onnxPath, open(), undefined);
-  const key = JSON.stringify([onnxPath, options, intraOpThreads]);
+  const label = typeof source === 'string' ? source : source.name;
+  const memory = memoryOf(lib, thread, sessionDevice(options));
+  const open = (): Pointer => openSession(lib, thread.env, source, options, intraOpThreads);
+  if (shared === undefined) return new NativeSession(lib, thread, label, open(), undefined, memory);
+  // A helper graph is named after what it computes (poolingGraphName), so its name is its key.
+  const key = JSON.stringify([label, options, intraOpThreads]);
   const { address } = shared.acquire(key, open);
-  return new NativeSession(lib, thread, onnxPath, address, { table: shared, key });
+  return new NativeSession(lib, thread, label, address, { table: shared, key }, memory);
 }
 
 function openSession(
   lib: OrtLibrary,
   env: Pointer,
-  onnxPath: string,
+  source: SessionSource,
   options: CompiledRuntimeOptions,
   intraOpThreads: number,
 ): Pointer {
   const sessionOptions = createSessionOptions(lib, options, intraOpThreads);
   try {
-    return lib.out('CreateSession', env, onnxPath, sessionOptions);
+    if (typeof source === 'string') return lib.out('CreateSession', env, source, sessionOptions);
+    const { bytes } = source;
+    return lib.out('CreateSessionFromArray', env, bytes, bytes.byteLength, sessionOptions);
   } catch (cause) {
-    throw sessionLoadError(cause, onnxPath, options);
+    throw sessionLoadError(cause, typeof source === 'string' ? source : source.name, options);
   } finally {
     lib.fn('ReleaseSessionOptions')(sessionOptions);
     lib.trimHeap();
@@ -104,6 +146,8 @@ export class NativeSession implements OrtSession {
   private readonly thread: ThreadHandles;
   private readonly share: Share | undefined;
   private readonly names: Pointer[];
+  /** Where linked outputs are bound: the session's device. */
+  private readonly memory: Pointer;
 
   constructor(
     lib: OrtLibrary,
@@ -111,8 +155,10 @@ export class NativeSession implements OrtSession {
     onnxPath: string,
     handle: Pointer,
     share: Share | undefined,
+    memory: Pointer,
   ) {
     this.lib = lib;
+    this.memory = memory;
     this.thread = thread;
     this.onnxPath = onnxPath;
     this.share = share;
@@ -198,7 +244,45 @@ export class NativeSession implements OrtSession {
     }
   }
 
-  /** An IO binding over this session (CPU memory; device memory comes with the GPU work). */
+  async runLinked(run: LinkedRun): Promise<Outputs> {
+    // Another binding's session cannot take our OrtValues.
+    if (!(run.next instanceof NativeSession)) return runLinkedThroughHost(this, run);
+    return Promise.resolve(this.runLinkedSync({ ...run, next: run.next }));
+  }
+
+  /**
+   * Both runs on the calling thread through IO binding: this session's linked outputs are bound to
+   * its device's memory and handed to `next`'s binding as they are; `next`'s outputs are copied
+   * to the host. On CPU the values are the same either way; on a GPU only `next`'s cross PCIe.
+   */
+  runLinkedSync({ feeds, next, link, nextFeeds }: LinkedRun & { next: NativeSession }): Outputs {
+    const produced = this.checkFetches([...new Set(Object.values(link))]);
+    next.checkFeeds({ ...nextFeeds }, new Set(Object.keys(link)));
+    const first = this.ioBinding();
+    const second = next.ioBinding();
+    let values = new Map<string, Pointer>();
+    try {
+      for (const [name, , tensor] of this.checkFeeds(feeds)) first.bindInput(name, tensor);
+      for (const name of produced) first.bindOutputToDevice(name, this.memory);
+      first.run();
+      values = first.takeOutputValues();
+      for (const [input, output] of Object.entries(link))
+        second.bindInputValue(input, values.get(output) as Pointer);
+      for (const [name, tensor] of Object.entries(nextFeeds)) second.bindInput(name, tensor);
+      for (const name of next.outputNames) second.bindOutputToCpu(name);
+      second.run();
+      return second.outputs();
+    } catch (err) {
+      if (err instanceof OrtStatusError) throw err.within(`${this.onnxPath} -> ${next.onnxPath}`);
+      throw err;
+    } finally {
+      releaseValues(this.lib, values);
+      first.release();
+      second.release();
+    }
+  }
+
+  /** An IO binding over this session. */
   ioBinding(): IoBinding {
     return new IoBinding(
       this.lib,
@@ -225,7 +309,11 @@ export class NativeSession implements OrtSession {
     return this.handle;
   }
 
-  private checkFeeds(feeds: Feeds): [string, Pointer, Tensor][] {
+  /** The feeds with their names' pointers; `linked` inputs come from another run instead. */
+  private checkFeeds(
+    feeds: Feeds,
+    linked: ReadonlySet<string> = new Set(),
+  ): [string, Pointer, Tensor][] {
     const entries: [string, Pointer, Tensor][] = [];
     for (const [name, tensor] of Object.entries(feeds)) {
       const input = this.inputs.get(name);
@@ -237,7 +325,15 @@ export class NativeSession implements OrtSession {
       checkTensor(input.meta, tensor, (why) => this.mismatch(name, why));
       entries.push([name, input.pointer, tensor]);
     }
-    const missing = this.inputNames.filter((name) => feeds[name] === undefined);
+    for (const name of linked)
+      if (!this.inputs.has(name))
+        throw this.mismatch(
+          name,
+          `is not an input of the model; inputs: ${this.inputNames.join(', ')}`,
+        );
+    const missing = this.inputNames.filter(
+      (name) => feeds[name] === undefined && !linked.has(name),
+    );
     if (missing.length > 0)
       throw this.mismatch(
         missing[0] as string,
