@@ -13,7 +13,14 @@
 // when.
 import { CancelledError, DeadlineExceededError, InputError, serializeError } from '../errors.ts';
 import { GenerationProgress } from '../pipelines/generation/generation-progress.ts';
-import { emptyKvState, realSpan, runStep, type KvState } from '../pipelines/generation/kv-cache.ts';
+import {
+  emptyKvState,
+  realSpan,
+  releaseResident,
+  runStep,
+  type KvState,
+} from '../pipelines/generation/kv-cache.ts';
+import { kvOnDevice } from '../runtime/runtime-options.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import {
@@ -38,9 +45,18 @@ export class GenerationLoop implements StepLoop {
   /** The decoding sequences, in length groups that each run as one batch. */
   private groups: DecodeGroup<Sequence>[] = [];
   private readonly decodeText: (ids: readonly number[]) => Promise<string>;
+  /**
+   * Decode groups keep their cache where the session made it between steps (runtime.kvOn): only
+   * a re-assembly copies it to the host. Prefills stay on the host, where the prefix cache reads.
+   */
+  private readonly resident: boolean;
 
   constructor(pipeline: TextGenerationPipeline, limits: SchedulerLimits, now = Date.now) {
     this.pipeline = pipeline;
+    this.resident =
+      kvOnDevice(pipeline.model.runtime) &&
+      !pipeline.layout.appending &&
+      pipeline.model.session.runResident !== undefined;
     this.scheduler = new Scheduler<Sequence>(limits);
     this.now = now;
     this.decodeText = (ids) => pipeline.decode(ids);
@@ -150,9 +166,14 @@ export class GenerationLoop implements StepLoop {
   private async decode(events: SequenceEvent[], leaving: Set<Sequence>): Promise<void> {
     for (const group of this.groups) {
       try {
-        const step = await runStep(this.pipeline.model.session, this.pipeline.layout, group.state, {
-          ids: group.rows.map((seq) => [seq.lastToken]),
-        });
+        const step = await runStep(
+          this.pipeline.model.session,
+          this.pipeline.layout,
+          group.state,
+          { ids: group.rows.map((seq) => [seq.lastToken]) },
+          { resident: this.resident },
+        );
+        releaseResident([group.state]);
         group.state = step.state;
         const rows = group.rows.map((seq, r) => ({ seq, logits: step.logits[r] as Float32Array }));
         for (const seq of await this.accept(rows, events)) leaving.add(seq);
@@ -237,6 +258,16 @@ export class GenerationLoop implements StepLoop {
    * prompts are in, since requests finish one by one.
    */
   private regroup(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
+    const before = this.groups.map((group) => group.state);
+    this.regroupRows(leaving, joining);
+    // A re-assembly or compaction made host copies of what it kept: the old values can go.
+    releaseResident(
+      before,
+      this.groups.map((group) => group.state),
+    );
+  }
+
+  private regroupRows(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
     if (joining.length === 0) {
       this.groups = this.groups.flatMap((group) => this.shrink(group, leaving));
       return;

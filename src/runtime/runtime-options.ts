@@ -65,6 +65,14 @@ export const runtimeOptionsSchema = z
      * JS sums in float64) or on onnxruntime-node (which copies every output to the host).
      */
     poolingOn: z.enum(['auto', 'device', 'host']).default('auto'),
+    /**
+     * Where the generative engine's decode batch keeps its KV cache between steps: 'device' binds
+     * each step's presents where the session made them and feeds them to the next step as they are
+     * (src/runtime/native/resident-value.ts), 'host' copies them to JS and back every step. 'auto'
+     * is 'device' on a GPU provider with the native binding, 'host' otherwise. Exports that return
+     * only the step's columns (model_appending.onnx) keep theirs on the host either way.
+     */
+    kvOn: z.enum(['auto', 'device', 'host']).default('auto'),
   })
   .strict();
 
@@ -94,6 +102,12 @@ export function sessionDevice(options: CompiledRuntimeOptions): SessionDevice {
 export function poolsOnDevice(options: CompiledRuntimeOptions): boolean {
   if (options.poolingOn !== 'auto') return options.poolingOn === 'device';
   // onnxruntime-node copies every output to the host, so its GPU sessions gain nothing by it.
+  return options.binding === 'native' && sessionDevice(options).kind !== 'cpu';
+}
+
+/** Whether the generative engine keeps its decode cache resident (see the `kvOn` option). */
+export function kvOnDevice(options: CompiledRuntimeOptions): boolean {
+  if (options.kvOn !== 'auto') return options.kvOn === 'device' && options.binding === 'native';
   return options.binding === 'native' && sessionDevice(options).kind !== 'cpu';
 }
 

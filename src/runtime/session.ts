@@ -25,6 +25,40 @@ export interface LinkedRun {
   nextFeeds: Feeds;
 }
 
+/**
+ * A run's output kept where the session made it (an OrtValue the binding owns: device memory on a
+ * GPU session, ONNX Runtime's CPU memory otherwise), to be fed to a later run as it is. Only the
+ * native binding makes them (runResident).
+ */
+export interface ResidentTensor {
+  readonly resident: true;
+  readonly type: Tensor.Type;
+  readonly dims: readonly number[];
+  /** A host copy, made once on first use and kept (the value stays resident as well). */
+  toHost(): Tensor;
+  /** Frees the value; the host copy, if one was made, stays valid. */
+  release(): void;
+}
+
+export type ResidentFeeds = Record<string, Tensor | ResidentTensor>;
+
+export interface ResidentRun {
+  feeds: ResidentFeeds;
+  /** Outputs copied to the host. */
+  hostOutputs: readonly string[];
+  /** Outputs left where they are made, as ResidentTensors. */
+  residentOutputs: readonly string[];
+}
+
+export interface ResidentOutputs {
+  host: Outputs;
+  resident: Record<string, ResidentTensor>;
+}
+
+export function isResident(value: Tensor | ResidentTensor | undefined): value is ResidentTensor {
+  return value !== undefined && 'resident' in value && value.resident;
+}
+
 export interface OrtSession {
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
@@ -34,6 +68,8 @@ export interface OrtSession {
   run(feeds: Feeds, fetches?: readonly string[]): Promise<Outputs>;
   /** Runs this session, then `run.next` on its linked outputs; returns `next`'s outputs. */
   runLinked(run: LinkedRun): Promise<Outputs>;
+  /** Present on bindings that can keep outputs where they are made (ours). */
+  runResident?(run: ResidentRun): Promise<ResidentOutputs>;
   /** Frees the session (for a shared one: this holder's share of it). */
   release(): Promise<void>;
 }

@@ -6,6 +6,7 @@ import {
   emptyKvState,
   leftPad,
   runStep,
+  hostFeeds,
   stepFeeds,
   type KvState,
   type StepTokens,
@@ -152,7 +153,7 @@ describe('textGeneration', forPipeline('textGeneration'), () => {
         let state = emptyKvState(gen.layout, rows.length);
         let maxAbsDiff = 0;
         for (const step of golden.steps) {
-          const feeds = stepFeeds(gen.layout, state, tokens);
+          const feeds = hostFeeds(stepFeeds(gen.layout, state, tokens));
           expect(state.pastLength).toBe(step.past_sequence_length);
           expect(int64Rows(feeds['input_ids']!)).toEqual(step.input_ids);
           expect(int64Rows(feeds['attention_mask']!)).toEqual(step.attention_mask);

@@ -13,7 +13,7 @@
 // lie. No step copies the cache; a buffer that is full is copied once into one APPEND_COLUMNS
 // wider.
 import { Tensor } from '../../runtime/tensor.ts';
-import type { OrtSession, Outputs } from '../../runtime/session.ts';
+import { isResident, type OrtSession, type ResidentFeeds } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 import {
   allocateCache,
@@ -22,6 +22,7 @@ import {
   floatData,
   zerosTensor,
   type KvDataType,
+  type KvTensor,
 } from './kv-dtype.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
@@ -55,9 +56,10 @@ export interface KvState {
   /**
    * Cache tensors in `KvLayout.pastNames` order: each row's own columns, after any shared prefix.
    * Their third dimension is the capacity (`capacityOf`): pastLength, or more for an appending
-   * export, whose columns from pastLength on are zeros that the attention mask hides.
+   * export, whose columns from pastLength on are zeros that the attention mask hides. Resident
+   * tensors (runStep's `resident`) stay in the session's device memory between steps.
    */
-  past: readonly Tensor[];
+  past: readonly KvTensor[];
   /** Columns filled (the same for every row: rows are left-padded). */
   pastLength: number;
   /** Per row, 1 for a real token and 0 for padding, over the row's own cached positions. */
@@ -77,7 +79,7 @@ export interface KvState {
  */
 export interface SharedPrefix {
   /** Tensors [1, kv heads, length, head dim] in `KvLayout.prefixNames` order. */
-  past: readonly Tensor[];
+  past: readonly KvTensor[];
   length: number;
 }
 
@@ -202,7 +204,18 @@ export function leftPad(rows: readonly (readonly number[])[], padId: number): St
   };
 }
 
-export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens): Feeds {
+/** A step's feeds: JS tensors, and the cache as the state holds it (resident or not). */
+export type StepFeeds = ResidentFeeds;
+
+/** The feeds with every resident cache tensor copied to the host, for a plain session.run. */
+export function hostFeeds(feeds: StepFeeds): Feeds {
+  const out: Feeds = {};
+  for (const [name, value] of Object.entries(feeds))
+    out[name] = isResident(value) ? value.toHost() : value;
+  return out;
+}
+
+export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens): StepFeeds {
   const { ids } = tokens;
   const mask = tokens.mask ?? ids.map((r) => r.map(() => 1));
   if (ids.length !== state.batch)
@@ -232,7 +245,7 @@ export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens):
       if (real === 1) seen += 1;
     }
   }
-  const feeds: Feeds = {
+  const feeds: StepFeeds = {
     input_ids: new Tensor('int64', idData, [state.batch, width]),
     attention_mask: new Tensor('int64', maskData, [state.batch, total]),
   };
@@ -241,7 +254,7 @@ export function stepFeeds(layout: KvLayout, state: KvState, tokens: StepTokens):
   if (layout.hasUseCacheBranch)
     feeds['use_cache_branch'] = new Tensor('bool', [state.pastLength > 0], [1]);
   layout.pastNames.forEach((name, i) => {
-    feeds[name] = state.past[i] as Tensor;
+    feeds[name] = state.past[i] as KvTensor;
   });
   if (layout.prefixNames.length > 0) {
     const none = state.shared === undefined ? emptyPrefix(layout) : undefined;
@@ -257,7 +270,7 @@ export function advance(
   layout: KvLayout,
   state: KvState,
   tokens: StepTokens,
-  outputs: Record<string, Tensor>,
+  outputs: Readonly<Record<string, KvTensor>>,
 ): KvState {
   const width = tokens.ids[0]?.length ?? 0;
   const mask = tokens.mask ?? tokens.ids.map((r) => r.map(() => 1));
@@ -287,9 +300,9 @@ export function advance(
 function appendColumns(
   layout: KvLayout,
   state: KvState,
-  steps: readonly Tensor[],
+  steps: readonly KvTensor[],
   width: number,
-): Tensor[] {
+): KvTensor[] {
   const { kvHeads: heads, headDim: dim, dtype } = layout;
   const capacity = capacityOf(state);
   const filled = state.pastLength;
@@ -310,10 +323,23 @@ function appendColumns(
         (rh * size + filled) * dim,
       );
     }
+    // A resident buffer's host copy is what was written into: the state holds that from now on.
+    const own = state.past[t];
     return fits
-      ? (state.past[t] as Tensor)
+      ? isResident(own)
+        ? own.toHost()
+        : (own as Tensor)
       : new Tensor(dtype, target, [state.batch, heads, size, dim]);
   });
+}
+
+export interface StepOptions {
+  /**
+   * Keep the step's presents where the session made them (its device's memory) as the next
+   * state's cache, so that a step feeds the last one's without a copy to the host and back. Only
+   * on a binding with runResident (ours) and an export whose presents are the whole cache.
+   */
+  resident?: boolean;
 }
 
 /** Runs one step: feeds from the state and the new tokens, last-position logits and next state. */
@@ -322,18 +348,26 @@ export async function runStep(
   layout: KvLayout,
   state: KvState,
   tokens: StepTokens,
+  { resident = false }: StepOptions = {},
 ): Promise<StepResult> {
-  let outputs: Outputs;
+  let outputs: Record<string, KvTensor>;
+  const feeds = stepFeeds(layout, state, tokens);
   try {
-    outputs = await session.run(stepFeeds(layout, state, tokens), [
-      layout.logitsName,
-      ...layout.presentNames,
-    ]);
+    if (resident && session.runResident !== undefined && !layout.appending) {
+      const out = await session.runResident({
+        feeds,
+        hostOutputs: [layout.logitsName],
+        residentOutputs: layout.presentNames,
+      });
+      outputs = { ...out.host, ...out.resident };
+    } else {
+      outputs = await session.run(hostFeeds(feeds), [layout.logitsName, ...layout.presentNames]);
+    }
   } catch (cause) {
     throw new InferenceError(`decoder step failed: ${String(cause)}`, { cause });
   }
   const logits = outputs[layout.logitsName];
-  if (logits === undefined)
+  if (logits === undefined || isResident(logits))
     throw new InferenceError(`the model returned no '${layout.logitsName}'`);
   const data = floatData(logits, layout.logitsName);
   const [batch = 0, seq = 0, vocab = 0] = logits.dims;
@@ -341,6 +375,14 @@ export async function runStep(
     data.slice((r * seq + seq - 1) * vocab, (r * seq + seq) * vocab),
   );
   return { logits: last, state: advance(layout, state, tokens, outputs) };
+}
+
+/** Frees the resident tensors of `old` that `kept` does not hold (states the loop dropped). */
+export function releaseResident(old: Iterable<KvState>, kept: Iterable<KvState> = []): void {
+  const live = new Set<KvTensor>();
+  for (const state of kept) for (const t of state.past) live.add(t);
+  for (const state of old)
+    for (const t of state.past) if (isResident(t) && !live.has(t)) t.release();
 }
 
 function byLayerThenKind(a: string, b: string): number {

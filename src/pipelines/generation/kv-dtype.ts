@@ -2,7 +2,14 @@
 // logits in float32 or, for half-precision models, float16; everything past this file sees
 // float32 numbers and opaque tensors.
 import { Tensor } from '../../runtime/tensor.ts';
+import { isResident, type ResidentTensor } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
+
+/**
+ * A cache tensor: in JS memory, or resident where the session made it (the decode batch's cache
+ * on a GPU between steps; kv-cache.ts's runStep with `resident`).
+ */
+export type KvTensor = Tensor | ResidentTensor;
 
 export type KvDataType = 'float32' | 'float16';
 
@@ -27,11 +34,12 @@ export function zerosTensor(type: KvDataType, dims: readonly number[]): Tensor {
 export type CacheArray = Float32Array | Uint16Array;
 
 /**
- * A CPU cache tensor's elements as they are stored, for copying columns between caches without
- * converting them. Runtimes with Float16Array hand half caches back as one; their bits copy the
- * same way.
+ * A cache tensor's elements as they are stored in JS memory, for copying columns between caches
+ * without converting them (a resident one is copied to the host first, once). Runtimes with
+ * Float16Array hand half caches back as one; their bits copy the same way.
  */
-export function cacheBits(tensor: Tensor | undefined, name: string): CacheArray {
+export function cacheBits(cache: KvTensor | undefined, name: string): CacheArray {
+  const tensor = isResident(cache) ? cache.toHost() : cache;
   const data = tensor?.data;
   if (data instanceof Float32Array || data instanceof Uint16Array) return data;
   if (ArrayBuffer.isView(data) && tensor?.type === 'float16')

@@ -24,7 +24,7 @@ import {
   type KvState,
   type SharedPrefix,
 } from './kv-cache.ts';
-import { allocateCache, cacheBits, type CacheArray } from './kv-dtype.ts';
+import { allocateCache, cacheBits, type CacheArray, type KvTensor } from './kv-dtype.ts';
 
 export const prefixCacheSchema = z
   .object({
@@ -287,7 +287,7 @@ export class PrefixCache {
    * One block's columns, from `column` on, of cache tensors [1, kv heads, length, dim] (length:
    * their capacity), copied.
    */
-  private slice(tensors: readonly Tensor[], length: number, column: number): CacheArray[] {
+  private slice(tensors: readonly KvTensor[], length: number, column: number): CacheArray[] {
     const { kvHeads: heads, headDim: dim, dtype } = this.layout;
     const { blockTokens } = this.limits;
     return this.layout.pastNames.map((name, t) => {

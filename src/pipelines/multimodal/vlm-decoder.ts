@@ -9,6 +9,7 @@ import { InferenceError, InputError, ModelFolderError } from '../../errors.ts';
 import {
   advance,
   kvLayoutOf,
+  hostFeeds,
   stepFeeds,
   type KvLayout,
   type KvState,
@@ -152,7 +153,7 @@ export async function decoderStep(
   embeds: Embeddings,
 ): Promise<StepResult> {
   const { layout } = graphs;
-  const feeds = stepFeeds(layout, state, tokens);
+  const feeds = hostFeeds(stepFeeds(layout, state, tokens));
   delete feeds['input_ids'];
   const width = tokens.ids[0]?.length ?? 0;
   feeds['inputs_embeds'] = new Tensor('float32', embeds.data, [state.batch, width, embeds.hidden]);

@@ -9,13 +9,19 @@ import {
   type SessionDevice,
 } from '../runtime-options.ts';
 import {
+  isResident,
   runLinkedThroughHost,
   type Feeds,
   type LinkedRun,
   type OrtSession,
   type Outputs,
+  type ResidentOutputs,
+  type ResidentRun,
+  type ResidentTensor,
   type ValueMetadata,
 } from '../session.ts';
+import { COPY_INPUT, COPY_OUTPUT, copyGraph } from '../graphs/copy-graph.ts';
+import { ResidentValue } from './resident-value.ts';
 import type { Tensor } from '../tensor.ts';
 import { IoBinding, releaseValues } from './io-binding.ts';
 import { createSessionOptions } from './native-session-options.ts';
@@ -25,6 +31,7 @@ import {
   createInputValue,
   elementTypeName,
   readOutputValue,
+  valueShape,
 } from './ort-value.ts';
 import type { SharedSessions } from './shared-sessions.ts';
 
@@ -94,13 +101,13 @@ export function createNativeSession(
   const lib = OrtLibrary.get();
   const thread = handles(lib);
   const label = typeof source === 'string' ? source : source.name;
-  const memory = memoryOf(lib, thread, sessionDevice(options));
+  const place = { memory: memoryOf(lib, thread, sessionDevice(options)), options };
   const open = (): Pointer => openSession(lib, thread.env, source, options, intraOpThreads);
-  if (shared === undefined) return new NativeSession(lib, thread, label, open(), undefined, memory);
+  if (shared === undefined) return new NativeSession(lib, thread, label, open(), undefined, place);
   // A helper graph is named after what it computes (poolingGraphName), so its name is its key.
   const key = JSON.stringify([label, options, intraOpThreads]);
   const { address } = shared.acquire(key, open);
-  return new NativeSession(lib, thread, label, address, { table: shared, key }, memory);
+  return new NativeSession(lib, thread, label, address, { table: shared, key }, place);
 }
 
 function openSession(
@@ -146,8 +153,12 @@ export class NativeSession implements OrtSession {
   private readonly thread: ThreadHandles;
   private readonly share: Share | undefined;
   private readonly names: Pointer[];
-  /** Where linked outputs are bound: the session's device. */
+  /** Where linked and resident outputs are bound: the session's device. */
   private readonly memory: Pointer;
+  /** The options it was opened with, for the helper sessions it opens on the same device. */
+  private readonly options: CompiledRuntimeOptions;
+  /** Copy graphs' sessions by element type and rank (copyToHost on a GPU). */
+  private readonly copiers = new Map<string, NativeSession>();
 
   constructor(
     lib: OrtLibrary,
@@ -155,10 +166,11 @@ export class NativeSession implements OrtSession {
     onnxPath: string,
     handle: Pointer,
     share: Share | undefined,
-    memory: Pointer,
+    place: { memory: Pointer; options: CompiledRuntimeOptions },
   ) {
     this.lib = lib;
-    this.memory = memory;
+    this.memory = place.memory;
+    this.options = place.options;
     this.thread = thread;
     this.onnxPath = onnxPath;
     this.share = share;
@@ -282,6 +294,85 @@ export class NativeSession implements OrtSession {
     }
   }
 
+  async runResident(run: ResidentRun): Promise<ResidentOutputs> {
+    return Promise.resolve(this.runResidentSync(run));
+  }
+
+  /**
+   * One run through IO binding: resident feeds are bound as they are, host ones over their JS
+   * memory; `residentOutputs` stay in the session's device memory as ResidentValues the caller
+   * releases, `hostOutputs` are copied to JS.
+   */
+  runResidentSync({ feeds, hostOutputs, residentOutputs }: ResidentRun): ResidentOutputs {
+    const fetched = this.checkFetches([...hostOutputs, ...residentOutputs]);
+    const host = new Set(hostOutputs);
+    const binding = this.ioBinding();
+    let values = new Map<string, Pointer>();
+    try {
+      for (const [name, , tensor] of this.checkFeeds(feeds)) {
+        if (isResident(tensor)) binding.bindInputValue(name, residentPointer(tensor, name));
+        else binding.bindInput(name, tensor);
+      }
+      for (const name of fetched) {
+        if (host.has(name)) binding.bindOutputToCpu(name);
+        else binding.bindOutputToDevice(name, this.memory);
+      }
+      binding.run();
+      values = binding.takeOutputValues();
+      const out: ResidentOutputs = { host: {}, resident: {} };
+      for (const [name, value] of values) {
+        if (host.has(name)) {
+          out.host[name] = readOutputValue(this.lib, value, name);
+          continue;
+        }
+        const shape = valueShape(this.lib, value, name);
+        out.resident[name] = new ResidentValue(this.lib, value, shape, (v) => this.copyToHost(v));
+        values.delete(name);
+      }
+      return out;
+    } catch (err) {
+      if (err instanceof OrtStatusError) throw err.within(this.onnxPath);
+      throw err;
+    } finally {
+      releaseValues(this.lib, values);
+      binding.release();
+    }
+  }
+
+  /**
+   * A host copy of one of this session's resident outputs: read where it lies on CPU, or through a
+   * copy graph's run on the session's device (`throughCopyGraph` forces that path on CPU too).
+   */
+  copyToHost(
+    value: Pointer,
+    throughCopyGraph = sessionDevice(this.options).kind !== 'cpu',
+  ): Tensor {
+    if (!throughCopyGraph) return readOutputValue(this.lib, value, 'resident value');
+    const { type, dims } = valueShape(this.lib, value, 'resident value');
+    const key = `${type}/${dims.length}`;
+    let copier = this.copiers.get(key);
+    if (copier === undefined) {
+      const bytes = copyGraph(type, dims.length);
+      if (bytes === undefined)
+        throw new FeedMismatchError(
+          `${this.onnxPath}: a ${type} value cannot be copied to the host`,
+        );
+      copier = createNativeSession({ name: `copy-${key}`, bytes }, this.options, {
+        intraOpThreads: 1,
+      });
+      this.copiers.set(key, copier);
+    }
+    const binding = copier.ioBinding();
+    try {
+      binding.bindInputValue(COPY_INPUT, value);
+      binding.bindOutputToCpu(COPY_OUTPUT);
+      binding.run();
+      return binding.outputs()[COPY_OUTPUT] as Tensor;
+    } finally {
+      binding.release();
+    }
+  }
+
   /** An IO binding over this session. */
   ioBinding(): IoBinding {
     return new IoBinding(
@@ -298,6 +389,8 @@ export class NativeSession implements OrtSession {
     if (handle === undefined) return;
     this.handle = undefined;
     finalizer.unregister(this.token);
+    for (const copier of this.copiers.values()) await copier.release();
+    this.copiers.clear();
     freeNames(this.lib, this.thread.allocator, this.names);
     releaseHandle(this.lib, handle, this.share);
     return Promise.resolve();
@@ -310,11 +403,11 @@ export class NativeSession implements OrtSession {
   }
 
   /** The feeds with their names' pointers; `linked` inputs come from another run instead. */
-  private checkFeeds(
-    feeds: Feeds,
+  private checkFeeds<T extends Tensor | ResidentTensor>(
+    feeds: Readonly<Record<string, T>>,
     linked: ReadonlySet<string> = new Set(),
-  ): [string, Pointer, Tensor][] {
-    const entries: [string, Pointer, Tensor][] = [];
+  ): [string, Pointer, T][] {
+    const entries: [string, Pointer, T][] = [];
     for (const [name, tensor] of Object.entries(feeds)) {
       const input = this.inputs.get(name);
       if (input === undefined)
@@ -357,7 +450,19 @@ export class NativeSession implements OrtSession {
   }
 }
 
-function checkTensor(meta: ValueMetadata, tensor: Tensor, fail: (why: string) => Error): void {
+function residentPointer(tensor: ResidentTensor, name: string): Pointer {
+  if (!(tensor instanceof ResidentValue))
+    throw new FeedMismatchError(`input '${name}' is a resident tensor of another binding`, {
+      field: name,
+    });
+  return tensor.pointer;
+}
+
+function checkTensor(
+  meta: ValueMetadata,
+  tensor: { type: Tensor.Type; dims: readonly number[] },
+  fail: (why: string) => Error,
+): void {
   if (!meta.isTensor) throw fail('is not a tensor input; the native binding feeds tensors only');
   const expected = meta;
   if (tensor.type !== expected.type)

@@ -143,8 +143,12 @@ export function cStrings(strings: readonly string[]): { pointers: BigUint64Array
   return { pointers, bytes };
 }
 
-/** A JS tensor with a copy of an output OrtValue's contents. The value is not released here. */
-export function readOutputValue(lib: OrtLibrary, value: Pointer, name: string): Tensor {
+/** An output OrtValue's element type, dimensions and element count, without reading its data. */
+export function valueShape(
+  lib: OrtLibrary,
+  value: Pointer,
+  name: string,
+): { type: ElementType; dims: number[]; count: number } {
   const kind = lib.outInt('GetValueType', value);
   if (kind !== ONNX_TYPE_TENSOR)
     throw new FeedMismatchError(
@@ -173,6 +177,15 @@ export function readOutputValue(lib: OrtLibrary, value: Pointer, name: string): 
         field: name,
       },
     );
+  return { type, dims, count };
+}
+
+/**
+ * A JS tensor with a copy of an output OrtValue's contents, which must be in CPU memory. The value
+ * is not released here.
+ */
+export function readOutputValue(lib: OrtLibrary, value: Pointer, name: string): Tensor {
+  const { type, dims, count } = valueShape(lib, value, name);
   if (type === 'string') return new Tensor('string', readStrings(lib, value, count), dims);
   // A copy, so that the OrtValue can be freed at once (ort-library.ts's copy says why not a view).
   const data = ARRAYS[type](count);

@@ -72,7 +72,7 @@ function stepOutputs(batch: number, column: number): Record<string, Tensor> {
 
 /** Row r's columns [0, count) of tensor t, read `capacityOf(state)` apart. */
 function columns(state: KvState, t: number, r: number, count: number): number[] {
-  const data = state.past[t]?.data as Float32Array;
+  const data = (state.past[t] as Tensor | undefined)?.data as Float32Array;
   const capacity = capacityOf(state);
   const out: number[] = [];
   for (let h = 0; h < HEADS; h += 1)
@@ -94,22 +94,23 @@ describe('appending cache', () => {
   it("masks a buffer's spare columns and puts the step's after the capacity", () => {
     const feeds = stepFeeds(layout, bufferState(2, 3, 5), tokens(2));
     expect(feeds['attention_mask']?.dims).toEqual([2, 6]);
-    expect(Array.from(feeds['attention_mask']?.data as BigInt64Array, Number)).toEqual([
-      ...[1, 1, 1, 0, 0, 1],
-      ...[0, 1, 1, 0, 0, 1],
-    ]);
+    expect(
+      Array.from((feeds['attention_mask'] as Tensor | undefined)?.data as BigInt64Array, Number),
+    ).toEqual([...[1, 1, 1, 0, 0, 1], ...[0, 1, 1, 0, 0, 1]]);
     expect(feeds['past_key_values.0.key']?.dims).toEqual([2, HEADS, 5, DIM]);
     // Positions count real tokens, not columns.
-    expect(Array.from(feeds['position_ids']?.data as BigInt64Array, Number)).toEqual([3, 2]);
+    expect(
+      Array.from((feeds['position_ids'] as Tensor | undefined)?.data as BigInt64Array, Number),
+    ).toEqual([3, 2]);
   });
 
   it("writes the step's columns into the buffers in place while they fit", () => {
     const before = bufferState(2, 3, 5);
-    const storage = before.past.map((t) => t.data);
+    const storage = before.past.map((t) => (t as Tensor).data);
     const after = advance(layout, before, tokens(2), stepOutputs(2, 3));
     expect(after.pastLength).toBe(4);
     expect(capacityOf(after)).toBe(5);
-    after.past.forEach((tensor, t) => expect(tensor.data).toBe(storage[t]));
+    after.past.forEach((tensor, t) => expect((tensor as Tensor).data).toBe(storage[t]));
     for (const t of [0, 1])
       for (const r of [0, 1]) expect(columns(after, t, r, 4)).toEqual(expected(t, r, 4));
     expect(after.attentionMask).toEqual([
@@ -121,7 +122,7 @@ describe('appending cache', () => {
 
   it('copies a full buffer once into one APPEND_COLUMNS wider and leaves the old one as it was', () => {
     const before = bufferState(2, 3, 3);
-    const snapshot = before.past.map((t) => Array.from(t.data as Float32Array));
+    const snapshot = before.past.map((t) => Array.from((t as Tensor).data as Float32Array));
     const after = advance(layout, before, tokens(2), stepOutputs(2, 3));
     expect(capacityOf(after)).toBe(4 + APPEND_COLUMNS);
     expect(after.past[0]?.dims).toEqual([2, HEADS, 4 + APPEND_COLUMNS, DIM]);
@@ -129,10 +130,10 @@ describe('appending cache', () => {
       for (const r of [0, 1]) expect(columns(after, t, r, 4)).toEqual(expected(t, r, 4));
     // A buffer without spare columns (a prefix-cache hit, say) is never written.
     before.past.forEach((tensor, t) =>
-      expect(Array.from(tensor.data as Float32Array)).toEqual(snapshot[t]),
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(snapshot[t]),
     );
     // The new spare columns are zeros.
-    const data = after.past[0]?.data as Float32Array;
+    const data = (after.past[0] as Tensor | undefined)?.data as Float32Array;
     expect(data[(0 * HEADS * capacityOf(after) + 4) * DIM]).toBe(0);
   });
 

@@ -299,20 +299,22 @@ describe('dropRows', () => {
 
   it('moves the last rows into the removed ones in place and keeps the rest where they are', () => {
     const before = state();
-    const storage = before.past[0]?.data;
+    const storage = (before.past[0] as Tensor | undefined)?.data;
     const { state: after, from } = dropRows(layout, before, new Set([1, 4, 2]));
     expect(from).toEqual([0, 3]);
     expect(after.batch).toBe(2);
     expect(after.pastLength).toBe(4);
     after.past.forEach((tensor, t) => {
       expect(tensor.dims).toEqual([2, 2, 4, 3]);
-      expect(Array.from(tensor.data as Float32Array)).toEqual([
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual([
         ...rowValues(t, 0),
         ...rowValues(t, 3),
       ]);
     });
     // A view of the same storage: nothing new was allocated.
-    expect((after.past[0]?.data as Float32Array).buffer).toBe((storage as Float32Array).buffer);
+    expect(((after.past[0] as Tensor | undefined)?.data as Float32Array).buffer).toBe(
+      (storage as Float32Array).buffer,
+    );
     expect(after.attentionMask).toEqual([
       [0, 1, 1, 1],
       [1, 1, 1, 1],
@@ -323,7 +325,7 @@ describe('dropRows', () => {
   it('drops trailing rows without copying any', () => {
     const { state: after, from } = dropRows(layout, state(), new Set([3, 4]));
     expect(from).toEqual([0, 1, 2]);
-    expect(Array.from(after.past[1]?.data as Float32Array)).toEqual(
+    expect(Array.from((after.past[1] as Tensor | undefined)?.data as Float32Array)).toEqual(
       [0, 1, 2].flatMap((r) => rowValues(1, r)),
     );
   });
@@ -414,7 +416,7 @@ describe('decode groups', () => {
     expect(plain?.realTokens).toEqual([50, 55, 65]);
     // Row 4 (the small prefix's 40 columns, then its own 25) holds its positions 0..64 in order.
     const rowOf = (state: KvState, r: number, t: number): number[] => {
-      const data = state.past[t]?.data as Float32Array;
+      const data = (state.past[t] as Tensor | undefined)?.data as Float32Array;
       const span = state.realTokens[r] ?? 0;
       return Array.from(
         data.subarray((r + 1) * state.pastLength - span, (r + 1) * state.pastLength),

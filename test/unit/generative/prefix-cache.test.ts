@@ -95,7 +95,7 @@ describe('PrefixCache bookkeeping', () => {
       const expected = range(0, HEADS).flatMap((h) =>
         range(0, 8).flatMap((p) => range(0, DIM).map((d) => code(t, h, second[p] as number, d))),
       );
-      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(expected);
     });
     expect(cache.stats()).toMatchObject({ lookups: 1, hits: 1, tokensSaved: 8, blocks: 3 });
   });
@@ -137,11 +137,11 @@ describe('PrefixCache bookkeeping', () => {
     expect(hit?.tokens).toBe(8);
     hit?.state.past.forEach((tensor, t) => {
       expect(tensor.type).toBe('float16');
-      const source = state.past[t]?.data as Uint16Array;
+      const source = (state.past[t] as Tensor | undefined)?.data as Uint16Array;
       const expected = range(0, HEADS).flatMap((h) =>
         Array.from(source.subarray(h * 9 * DIM, (h * 9 + 8) * DIM)),
       );
-      expect(Array.from(tensor.data as Uint16Array)).toEqual(expected);
+      expect(Array.from((tensor as Tensor).data as Uint16Array)).toEqual(expected);
     });
   });
 
@@ -230,7 +230,7 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       const expected = range(0, HEADS).flatMap((h) =>
         range(0, 8).flatMap((p) => range(0, DIM).map((d) => code(t, h, 100 + p, d))),
       );
-      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(expected);
     });
     // The assembled prefix counts against maxBytes: 2 blocks of 192 bytes beside the 3 stored.
     expect(cache.stats()).toMatchObject({ blocks: 3, bytes: 5 * 192 });
@@ -259,7 +259,7 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       const expected = range(0, HEADS).flatMap((h) =>
         range(20, 24).flatMap((token) => range(0, DIM).map((d) => code(t, h, token, d))),
       );
-      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(expected);
     });
   });
 
@@ -285,8 +285,8 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     const batch: KvState = {
       batch: 2,
       past: other.past.map((tensor, t) => {
-        const a = tensor.data as Float32Array;
-        const b = row.past[t]?.data as Float32Array;
+        const a = (tensor as Tensor).data as Float32Array;
+        const b = (row.past[t] as Tensor | undefined)?.data as Float32Array;
         const data = new Float32Array(2 * HEADS * 15 * DIM);
         data.set(a, 0);
         for (let h = 0; h < HEADS; h += 1)
@@ -311,7 +311,7 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       const expected = range(0, HEADS).flatMap((h) =>
         [20, 21, 22, 23, 0].flatMap((token) => range(0, DIM).map((d) => code(t, h, token, d))),
       );
-      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(expected);
     });
     // Another prompt, a row that already has a shared prefix, a copying cache: nothing to move.
     expect(cache.sharedFor(range(70, 85), batch, 0)).toBeUndefined();
@@ -326,8 +326,8 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     expect(back).toMatchObject({ batch: 1, pastLength: 13, realTokens: [13] });
     expect(back.shared).toBeUndefined();
     back.past.forEach((tensor, t) =>
-      expect(Array.from(tensor.data as Float32Array)).toEqual(
-        Array.from(row.past[t]?.data as Float32Array),
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(
+        Array.from((row.past[t] as Tensor | undefined)?.data as Float32Array),
       ),
     );
   });
@@ -346,7 +346,7 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       const expected = range(0, HEADS).flatMap((h) =>
         range(8, 16).flatMap((p) => range(0, DIM).map((d) => code(t, h, prompt[p] as number, d))),
       );
-      expect(Array.from(tensor.data as Float32Array)).toEqual(expected);
+      expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(expected);
     });
     // A state whose own columns do not reach its real token count is padded: not stored.
     const padded = { ...afterHit(prompt, 16, cache), realTokens: [17] };
@@ -422,8 +422,8 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
     // The path ends where the trie does, so the hit is copied, not shared: its own past.
     expect(hit?.state.shared).toBeUndefined();
     hit?.state.past.forEach((tensor, t) => {
-      const want = direct.state.past[t]?.data as Float32Array;
-      const got = tensor.data as Float32Array;
+      const want = (direct.state.past[t] as Tensor | undefined)?.data as Float32Array;
+      const got = (tensor as Tensor).data as Float32Array;
       expect(got.length).toBe(want.length);
       expect(Math.max(...got.map((v, i) => Math.abs(v - (want[i] as number))))).toBeLessThan(1e-5);
     });

@@ -1,0 +1,109 @@
+// The decode batch's KV cache resident between steps (runtime.kvOn: device): each step's presents
+// stay where the session made them and are bound as the next step's past without coming to JS;
+// only a re-assembly (rows joining, or trimming after long rows leave) copies them to the host.
+// It is a GPU shard's default; here it runs on CPU memory, the same calls with the CPU's
+// OrtMemoryInfo. Greedy tokens must be Python's, token for token, continuously batched, and every
+// resident value the loop was handed must be freed by the time it is idle. On onnxruntime-node
+// (the second parity project) there is no resident run, and the same loop must take the host path.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect } from 'vitest';
+import { GenerationLoop } from '../../src/generative/generation-loop.ts';
+import type { SequenceEvent } from '../../src/generative/protocol.ts';
+import { compileSchedulerOptions } from '../../src/generative/scheduler.ts';
+import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
+import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
+import type { ResidentRun, ResidentTensor } from '../../src/runtime/session.ts';
+import { missingWeights, whenFetched } from './fetched-models.ts';
+import { forPipeline, GOLDEN } from './parity-case.ts';
+import { readSmolGoldens } from './real-weight-references.ts';
+
+const FOLDER = join(import.meta.dirname, '..', '..', '.cache', 'models', 'smollm2-135m-instruct');
+const present = existsSync(join(FOLDER, 'model.onnx'));
+
+describe(
+  'smollm2-135m-instruct with a resident decode cache (fetched)',
+  forPipeline('textGeneration'),
+  () => {
+    const store = new ModelStore();
+    afterAll(() => store.close());
+    const goldens = readSmolGoldens();
+
+    whenFetched(present)(
+      'continuously batched, greedy output equals the Python pipeline token for token',
+      GOLDEN,
+      async () => {
+        if (!present) throw missingWeights('smollm2-135m-instruct/model.onnx');
+        const model = await store.load({
+          path: FOLDER,
+          onnxFile: 'model.onnx',
+          runtime: { kvOn: 'device' },
+        });
+        const gen = new TextGenerationPipeline(model);
+        expect(gen.layout.appending).toBe(false);
+        // Count what the loop is handed and what it frees, on the real session's resident runs.
+        const session = model.session;
+        const made: ResidentTensor[] = [];
+        const released = new Set<ResidentTensor>();
+        let fedResident = 0;
+        const runResident = session.runResident?.bind(session);
+        if (runResident !== undefined)
+          session.runResident = async (run: ResidentRun) => {
+            if (Object.values(run.feeds).some((feed) => made.includes(feed as ResidentTensor)))
+              fedResident += 1;
+            const out = await runResident(run);
+            for (const value of Object.values(out.resident)) {
+              made.push(value);
+              const release = value.release.bind(value);
+              value.release = () => {
+                released.add(value);
+                release();
+              };
+            }
+            return out;
+          };
+        try {
+          const loop = new GenerationLoop(
+            gen,
+            compileSchedulerOptions({ maxActive: 8, stepTokens: 24 }),
+          );
+          const events: SequenceEvent[] = [];
+          for (let step = 0; step < goldens.length || !loop.idle; step += 1) {
+            const golden = goldens[step];
+            if (golden !== undefined) {
+              const failed = await loop.submit({
+                id: step,
+                input: golden.call.prompt,
+                options: { maxNewTokens: golden.call.options.max_new_tokens },
+              });
+              if (failed !== undefined) events.push(failed);
+            }
+            events.push(...(await loop.step()));
+            expect(step).toBeLessThan(4000);
+          }
+          expect(events.filter((e) => e.kind === 'failed')).toEqual([]);
+          const done = new Map(
+            events.flatMap((e) => (e.kind === 'done' ? [[e.id, e.result] as const] : [])),
+          );
+          expect(goldens.length).toBeGreaterThanOrEqual(4);
+          goldens.forEach((golden, id) => {
+            expect(done.get(id)?.tokenIds, golden.name).toEqual(golden.new_ids);
+          });
+          if (runResident === undefined) {
+            expect(process.env['HUGOT_ORT_BINDING']).toBe('onnxruntime-node');
+            return;
+          }
+          // Every decode run kept its presents; those after a step where no one joined or left
+          // were fed the last step's as they were.
+          expect(made.length % gen.layout.presentNames.length).toBe(0);
+          const steps = made.length / gen.layout.presentNames.length;
+          expect(fedResident).toBeGreaterThan(0);
+          expect(fedResident).toBeLessThan(steps);
+          expect(made.filter((value) => !released.has(value))).toEqual([]);
+        } finally {
+          if (runResident !== undefined) session.runResident = runResident;
+        }
+      },
+    );
+  },
+);
