@@ -42,11 +42,30 @@ export interface GroupMember<S> {
   candidate?: SharedPrefix;
 }
 
+/** A group before its cache is assembled: its rows and where each row's cache is now. */
+export interface GroupPlan<S> {
+  rows: S[];
+  refs: KvRowRef[];
+}
+
+/** The groups, assembled on the host (assembleRows). */
 export function formGroups<S>(
   layout: KvLayout,
   members: readonly GroupMember<S>[],
   runCostTokens: number,
 ): DecodeGroup<S>[] {
+  return planGroups(layout, members, runCostTokens).map(({ rows, refs }) => ({
+    rows,
+    state: assembleRows(layout, refs),
+  }));
+}
+
+/** The groups' rows and caches, for the caller to assemble where the cache lives. */
+export function planGroups<S>(
+  layout: KvLayout,
+  members: readonly GroupMember<S>[],
+  runCostTokens: number,
+): GroupPlan<S>[] {
   const prefixOf = (m: GroupMember<S>): SharedPrefix | undefined =>
     m.ref.state.shared ?? m.candidate;
   const counts = new Map<SharedPrefix | undefined, number>();
@@ -68,14 +87,10 @@ export function formGroups<S>(
     if (list === undefined) byPrefix.set(key, [{ seq: m.seq, ref }]);
     else list.push({ seq: m.seq, ref });
   }
-  return [...byPrefix.values()].flatMap((part) => cutGroups(layout, part, runCostTokens));
+  return [...byPrefix.values()].flatMap((part) => cutGroups(part, runCostTokens));
 }
 
-function cutGroups<S>(
-  layout: KvLayout,
-  members: readonly GroupMember<S>[],
-  runCostTokens: number,
-): DecodeGroup<S>[] {
+function cutGroups<S>(members: readonly GroupMember<S>[], runCostTokens: number): GroupPlan<S>[] {
   const sorted = members
     .map((m) => ({ ...m, span: realSpan(m.ref.state, m.ref.row) }))
     .sort((a, b) => a.span - b.span);
@@ -84,13 +99,7 @@ function cutGroups<S>(
     runCostTokens,
   ).map(([from, to]) => {
     const part = sorted.slice(from, to);
-    return {
-      rows: part.map((m) => m.seq),
-      state: assembleRows(
-        layout,
-        part.map((m) => m.ref),
-      ),
-    };
+    return { rows: part.map((m) => m.seq), refs: part.map((m) => m.ref) };
   });
 }
 

@@ -25,11 +25,13 @@ import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import {
   defaultDecodeRunCost,
-  formGroups,
+  planGroups,
   type DecodeGroup,
   type GroupMember,
 } from './decode-groups.ts';
-import { assembleRows, dropRows } from './kv-batch.ts';
+import { assembleRows, dropRows, type DroppedRows, type KvRowRef } from './kv-batch.ts';
+import { ResidentRows } from './resident-rows.ts';
+import { isResident } from '../runtime/session.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
 import { Scheduler, type SchedulerLimits } from './scheduler.ts';
 import { Sequence, type CancelReason } from './sequence.ts';
@@ -50,6 +52,8 @@ export class GenerationLoop implements StepLoop {
    * a re-assembly copies it to the host. Prefills stay on the host, where the prefix cache reads.
    */
   private readonly resident: boolean;
+  /** The row moves of a resident cache, on its device. */
+  private readonly residentRows: ResidentRows | undefined;
 
   constructor(pipeline: TextGenerationPipeline, limits: SchedulerLimits, now = Date.now) {
     this.pipeline = pipeline;
@@ -57,6 +61,9 @@ export class GenerationLoop implements StepLoop {
       kvOnDevice(pipeline.model.runtime) &&
       !pipeline.layout.appending &&
       pipeline.model.session.runResident !== undefined;
+    this.residentRows = this.resident
+      ? new ResidentRows(pipeline.model, pipeline.layout)
+      : undefined;
     this.scheduler = new Scheduler<Sequence>(limits);
     this.now = now;
     this.decodeText = (ids) => pipeline.decode(ids);
@@ -121,7 +128,7 @@ export class GenerationLoop implements StepLoop {
     const events: SequenceEvent[] = [];
     const leaving = new Set<Sequence>();
     this.reap(events, leaving);
-    if (leaving.size > 0) this.regroup(leaving, []);
+    if (leaving.size > 0) await this.regroup(leaving, []);
     leaving.clear();
     // A sequence is resumed from the prefix cache as its first chunk is planned, not at submit:
     // a prompt that arrived with others sharing its prefix finds the blocks that the first of
@@ -151,7 +158,7 @@ export class GenerationLoop implements StepLoop {
         this.fail(seq, err, events);
       }
     }
-    if (leaving.size > 0 || joining.length > 0) this.regroup(leaving, joining);
+    if (leaving.size > 0 || joining.length > 0) await this.regroup(leaving, joining);
     return events;
   }
 
@@ -257,19 +264,30 @@ export class GenerationLoop implements StepLoop {
    * group in place instead (`dropRows`: one row copied per leaver), which is most steps once
    * prompts are in, since requests finish one by one.
    */
-  private regroup(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
+  private async regroup(
+    leaving: ReadonlySet<Sequence>,
+    joining: readonly Sequence[],
+  ): Promise<void> {
     const before = this.groups.map((group) => group.state);
-    this.regroupRows(leaving, joining);
-    // A re-assembly or compaction made host copies of what it kept: the old values can go.
-    releaseResident(
-      before,
-      this.groups.map((group) => group.state),
-    );
+    try {
+      await this.regroupRows(leaving, joining);
+    } finally {
+      // What the groups kept was copied into new values (or to the host): the old ones can go.
+      releaseResident(
+        before,
+        this.groups.map((group) => group.state),
+      );
+    }
   }
 
-  private regroupRows(leaving: ReadonlySet<Sequence>, joining: readonly Sequence[]): void {
+  private async regroupRows(
+    leaving: ReadonlySet<Sequence>,
+    joining: readonly Sequence[],
+  ): Promise<void> {
     if (joining.length === 0) {
-      this.groups = this.groups.flatMap((group) => this.shrink(group, leaving));
+      const kept: DecodeGroup<Sequence>[] = [];
+      for (const group of this.groups) kept.push(...(await this.shrink(group, leaving)));
+      this.groups = kept;
       return;
     }
     const members = this.groups.flatMap((group) =>
@@ -278,12 +296,21 @@ export class GenerationLoop implements StepLoop {
       ),
     );
     for (const seq of joining) if (seq.kv !== undefined) members.push(this.member(seq, seq.kv, 0));
-    this.groups = formGroups(
+    const plans = planGroups(
       this.pipeline.layout,
       members,
       this.scheduler.limits.decodeRunCostTokens ?? defaultDecodeRunCost(this.pipeline.layout),
     );
+    const groups: DecodeGroup<Sequence>[] = [];
+    for (const { rows, refs } of plans) groups.push({ rows, state: await this.assemble(refs) });
+    this.groups = groups;
     for (const seq of joining) seq.kv = undefined;
+  }
+
+  private assemble(refs: readonly KvRowRef[]): Promise<KvState> | KvState {
+    return this.residentRows === undefined
+      ? assembleRows(this.pipeline.layout, refs)
+      : this.residentRows.assemble(refs);
   }
 
   /** A decode row, with the prefix cache's shared prefix of its prompt if it has none. */
@@ -297,29 +324,31 @@ export class GenerationLoop implements StepLoop {
    * would be padding in every row from now on, which every later step would carry: it is
    * re-assembled (trimmed) instead.
    */
-  private shrink(
+  private async shrink(
     group: DecodeGroup<Sequence>,
     leaving: ReadonlySet<Sequence>,
-  ): DecodeGroup<Sequence>[] {
+  ): Promise<DecodeGroup<Sequence>[]> {
     const drop = new Set<number>();
     group.rows.forEach((seq, r) => {
       if (leaving.has(seq)) drop.add(r);
     });
     if (drop.size === 0) return [group];
     if (drop.size === group.rows.length) return [];
-    const { layout } = this.pipeline;
-    const { state, from } = dropRows(layout, group.state, drop);
+    const { state, from } = await this.dropRows(group.state, drop);
     const rows = from.map((r) => group.rows[r] as Sequence);
     const longest = from.reduce((max, _, r) => Math.max(max, realSpan(state, r)), 0);
     if (longest * 8 >= state.pastLength * 7) return [{ rows, state }];
-    return [
-      {
-        rows,
-        state: assembleRows(
-          layout,
-          rows.map((_, row) => ({ state, row })),
-        ),
-      },
-    ];
+    const trimmed = await this.assemble(rows.map((_, row) => ({ state, row })));
+    if (trimmed !== state) releaseResident([state], [trimmed]);
+    return [{ rows, state: trimmed }];
+  }
+
+  /** dropRows where the cache lives: in place on the host, or by a gather on its device. */
+  private async dropRows(state: KvState, drop: ReadonlySet<number>): Promise<DroppedRows> {
+    const residentRows = this.residentRows;
+    if (residentRows === undefined || !state.past.some(isResident))
+      return dropRows(this.pipeline.layout, state, drop);
+    const from = Array.from({ length: state.batch }, (_, r) => r).filter((r) => !drop.has(r));
+    return { state: await residentRows.keepRows(state, from), from };
   }
 }

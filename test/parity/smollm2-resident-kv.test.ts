@@ -14,6 +14,7 @@ import { compileSchedulerOptions } from '../../src/generative/scheduler.ts';
 import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import type { ResidentRun, ResidentTensor } from '../../src/runtime/session.ts';
+import { residentStats } from '../../src/runtime/native/resident-value.ts';
 import { missingWeights, whenFetched } from './fetched-models.ts';
 import { forPipeline, GOLDEN } from './parity-case.ts';
 import { readSmolGoldens } from './real-weight-references.ts';
@@ -62,6 +63,7 @@ describe(
             }
             return out;
           };
+        const before = residentStats();
         try {
           const loop = new GenerationLoop(
             gen,
@@ -100,9 +102,61 @@ describe(
           expect(fedResident).toBeGreaterThan(0);
           expect(fedResident).toBeLessThan(steps);
           expect(made.filter((value) => !released.has(value))).toEqual([]);
+          // Rows joined and left by the window and join graphs: nothing came to the host, and
+          // every value those made was freed too.
+          const after = residentStats();
+          expect(after.hostCopies - before.hostCopies).toBe(0);
+          expect(after.live).toBe(before.live);
         } finally {
           if (runResident !== undefined) session.runResident = runResident;
         }
+      },
+    );
+
+    whenFetched(present)(
+      'with the prefix cache: every prompt twice, rows moving onto shared prefixes, nothing leaked',
+      GOLDEN,
+      async () => {
+        if (!present) throw missingWeights('smollm2-135m-instruct/model.onnx');
+        const model = await store.load({
+          path: FOLDER,
+          onnxFile: 'model.onnx',
+          runtime: { kvOn: 'device' },
+        });
+        const gen = new TextGenerationPipeline(
+          model,
+          {},
+          { prefixCache: { blockTokens: 4, minTokens: 4 } },
+        );
+        const before = residentStats();
+        const loop = new GenerationLoop(
+          gen,
+          compileSchedulerOptions({ maxActive: 8, stepTokens: 24 }),
+        );
+        const requests = [...goldens, ...goldens];
+        const events: SequenceEvent[] = [];
+        for (let step = 0; step < requests.length || !loop.idle; step += 1) {
+          const golden = requests[step];
+          if (golden !== undefined) {
+            const failed = await loop.submit({
+              id: step,
+              input: golden.call.prompt,
+              options: { maxNewTokens: golden.call.options.max_new_tokens },
+            });
+            if (failed !== undefined) events.push(failed);
+          }
+          events.push(...(await loop.step()));
+          expect(step).toBeLessThan(4000);
+        }
+        expect(events.filter((e) => e.kind === 'failed')).toEqual([]);
+        const done = new Map(
+          events.flatMap((e) => (e.kind === 'done' ? [[e.id, e.result] as const] : [])),
+        );
+        requests.forEach((golden, id) => {
+          expect(done.get(id)?.tokenIds, `${golden.name} (request ${id})`).toEqual(golden.new_ids);
+        });
+        expect(gen.prefixCache?.stats().hits).toBeGreaterThanOrEqual(goldens.length);
+        expect(residentStats().live).toBe(before.live);
       },
     );
   },

@@ -8,6 +8,14 @@ import type { OrtLibrary, Pointer } from './ort-library.ts';
 
 const finalizer = new FinalizationRegistry<() => void>((free) => free());
 
+/** This thread's resident values not yet freed, and how many were copied to the host. */
+const counts = { live: 0, hostCopies: 0 };
+
+/** A copy of this thread's counts: what the loop holds on the device, and what came back. */
+export function residentStats(): { live: number; hostCopies: number } {
+  return { ...counts };
+}
+
 export class ResidentValue implements ResidentTensor {
   readonly resident = true as const;
   readonly type: Tensor.Type;
@@ -29,7 +37,15 @@ export class ResidentValue implements ResidentTensor {
     this.type = shape.type;
     this.dims = shape.dims;
     this.copy = copy;
-    finalizer.register(this, () => void lib.fn('ReleaseValue')(value), this.token);
+    counts.live += 1;
+    finalizer.register(
+      this,
+      () => {
+        counts.live -= 1;
+        lib.fn('ReleaseValue')(value);
+      },
+      this.token,
+    );
   }
 
   /** The OrtValue, for binding as a later run's input. */
@@ -40,7 +56,10 @@ export class ResidentValue implements ResidentTensor {
   }
 
   toHost(): Tensor {
-    this.host ??= this.copy(this.pointer);
+    if (this.host === undefined) {
+      this.host = this.copy(this.pointer);
+      counts.hostCopies += 1;
+    }
     return this.host;
   }
 
@@ -49,6 +68,7 @@ export class ResidentValue implements ResidentTensor {
     if (value === undefined) return;
     this.value = undefined;
     finalizer.unregister(this.token);
+    counts.live -= 1;
     this.lib.fn('ReleaseValue')(value);
   }
 }
