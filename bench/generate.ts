@@ -9,7 +9,9 @@
 // Sequential runs every request back to back; BENCH_SEQUENTIAL=N runs an evenly spaced sample of
 // N instead (its tokens/s is a rate, so a sample only shortens the run).
 // `-- --device cuda:<id>` runs the three modes on that GPU and adds the engine on every CPU core of
-// the same machine (gpu_vs_cpu) and a check that greedy tokens are the CPU path's.
+// the same machine (gpu_vs_cpu), the engine with its decode cache copied to the host and back
+// every step (runtime.kvOn: host; kv_device_vs_host against the GPU default, resident) and a check
+// that greedy tokens are the CPU path's. On CPU, BENCH_KV_ON=device runs the resident engine too.
 // Two more passes (docs/generative.md#benchmark-npm-run-benchgenerate):
 //   shared:     BENCH_SHARED_REQUESTS (64) prompts that share one BENCH_SHARED_PREFIX_TOKENS-token
 //               (300) instruction, each then a record of 16-160 tokens: the engine with its prefix
@@ -265,6 +267,8 @@ interface EngineWork {
   label?: string;
   /** Another export of the model folder than model.onnx (a quantized one). */
   onnxFile?: string;
+  /** Where the decode cache lives between steps (runtime.kvOn); by default the engine's choice. */
+  kvOn?: 'device' | 'host';
 }
 
 interface EngineRun extends Summary {
@@ -294,7 +298,11 @@ async function engine(
   const startStarted = performance.now();
   const startCpu = process.cpuUsage();
   const generative = await GenerativeEngine.start({
-    model: { path: MODEL, ...(work.onnxFile === undefined ? {} : { onnxFile: work.onnxFile }) },
+    model: {
+      path: MODEL,
+      ...(work.onnxFile === undefined ? {} : { onnxFile: work.onnxFile }),
+      ...(work.kvOn === undefined ? {} : { runtime: { kvOn: work.kvOn } }),
+    },
     device,
     threads: engineThreads,
     intraOpThreads,
@@ -437,12 +445,40 @@ async function mixedPass(): Promise<Record<string, unknown>> {
   const seq = await sequential();
   const onCpu = GPU_PROVIDERS ? await engine(MIXED, 'cpu', availableParallelism(), 1) : undefined;
   const greedy = GPU_PROVIDERS ? await greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)) : undefined;
+  // The decode cache resident between steps (a GPU's default) against copied to JS and back (a
+  // CPU's): on a GPU the default runs against kvOn=host; on CPU with BENCH_KV_ON=device.
+  const kvOther: 'device' | 'host' | undefined = GPU_PROVIDERS
+    ? 'host'
+    : process.env['BENCH_KV_ON'] === 'device'
+      ? 'device'
+      : undefined;
+  const kvRun =
+    kvOther === undefined
+      ? undefined
+      : await engine({ ...MIXED, kvOn: kvOther, label: `kvOn=${kvOther}` });
+  const kvRatio =
+    kvRun === undefined
+      ? undefined
+      : kvOther === 'host'
+        ? eng.tokensPerSecond / kvRun.tokensPerSecond
+        : kvRun.tokensPerSecond / eng.tokensPerSecond;
   return {
     ratios: {
       vs_sequential: round(eng.tokensPerSecond / seq.tokensPerSecond),
       vs_static: round(eng.tokensPerSecond / stat.tokensPerSecond),
       ...(onCpu ? { gpu_vs_cpu: round(eng.tokensPerSecond / onCpu.tokensPerSecond) } : {}),
+      ...(kvRatio === undefined ? {} : { kv_device_vs_host: round2(kvRatio) }),
     },
+    ...(kvRun
+      ? {
+          kv_other: {
+            kvOn: kvOther,
+            tokens_per_s: kvRun.tokensPerSecond,
+            itl_p50_ms: kvRun.itlMs.p50,
+          },
+        }
+      : {}),
+    itl_p50_ms: { engine: eng.itlMs.p50, sequential: seq.itlMs.p50 },
     ...(onCpu ? { cpu_engine_tokens_per_s: onCpu.tokensPerSecond } : {}),
     ...(greedy ? { greedy_identical_to_cpu: `${greedy.identical}/${greedy.compared}` } : {}),
     tokens_per_s: {
