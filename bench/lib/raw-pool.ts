@@ -73,7 +73,8 @@ export function cutBatches(rows: readonly number[][], policy: BatchPolicy): numb
   return batches;
 }
 
-export type RawSessions = 'per-thread' | 'shared';
+/** 'pooled': 'shared', linked to the pooling graph on the session's device (raw-worker.ts). */
+export type RawSessions = 'per-thread' | 'shared' | 'pooled';
 
 export class RawPool {
   private readonly threads: Worker[];
@@ -91,13 +92,14 @@ export class RawPool {
     executionProviders?: InferenceSession.ExecutionProviderConfig[],
     sessions: RawSessions = 'per-thread',
   ): Promise<RawPool> {
-    const table = sessions === 'shared' ? SharedSessions.allocate() : undefined;
+    const table = sessions === 'per-thread' ? undefined : SharedSessions.allocate();
     const shared = table === undefined ? undefined : { table, workers };
+    const pooled = sessions === 'pooled';
     const threads = Array.from(
       { length: workers },
       () =>
         new Worker(WORKER_FILE, {
-          workerData: { onnxPath, intraOpThreads, executionProviders, shared },
+          workerData: { onnxPath, intraOpThreads, executionProviders, shared, pooled },
           // Our shard's threads' heap setting (src/shards/shard.ts): without it raw's threads
           // ran V8's mark-compacts ours no longer run, a handicap of ~2 % (issue 37).
           resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },

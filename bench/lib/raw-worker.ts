@@ -2,14 +2,17 @@
 // token ids and runs them, nothing else, so a pool of these measures what the cores can do.
 // Per-thread (the 'raw' contender): an onnxruntime-node session of its own. Shared (the
 // 'raw-shared' contender, the Go and C++ servers' layout): one C-API session for all the pool's
-// threads, through our native binding's table.
+// threads, through our native binding's table. Pooled (the GPU's raw, issue 31): the shared
+// session linked to the pooling graph on its device, so only [batch, dim] comes to the host, as
+// a hand-written C++ server with IO binding would do it.
 import { parentPort, workerData } from 'node:worker_threads';
 import { InferenceSession } from 'onnxruntime-node';
 import { createNativeSession } from '../../src/runtime/native/native-session.ts';
 import { SharedSessions } from '../../src/runtime/native/shared-sessions.ts';
 import { sharedIntraOpThreads } from '../../src/runtime/runtimes.ts';
 import { compileRuntimeOptions } from '../../src/runtime/runtime-options.ts';
-import type { Feeds } from '../../src/runtime/session.ts';
+import type { Feeds, OrtSession } from '../../src/runtime/session.ts';
+import { POOLING_INPUTS, poolingGraph } from '../../src/runtime/graphs/pooling-graph.ts';
 import { idsFeeds } from './raw-feeds.ts';
 
 interface Setup {
@@ -19,10 +22,16 @@ interface Setup {
   executionProviders?: InferenceSession.ExecutionProviderConfig[];
   /** The pool's table when its threads share one native session. */
   shared?: { table: SharedArrayBuffer; workers: number };
+  /** Shared sessions only: mean-pool and normalize on the session's device (a linked run). */
+  pooled?: boolean;
 }
 
 const setup = workerData as Setup;
-const session: { run(feeds: Feeds): Promise<unknown>; readonly inputNames: readonly string[] } =
+const session: {
+  run(feeds: Feeds): Promise<unknown>;
+  runLinked?: OrtSession['runLinked'];
+  readonly inputNames: readonly string[];
+} =
   setup.shared === undefined
     ? await InferenceSession.create(setup.onnxPath, {
         intraOpNumThreads: setup.intraOpThreads,
@@ -30,24 +39,52 @@ const session: { run(feeds: Feeds): Promise<unknown>; readonly inputNames: reado
         graphOptimizationLevel: 'all',
         executionProviders: setup.executionProviders ?? ['cpu'],
       })
-    : createNativeSession(
-        setup.onnxPath,
-        compileRuntimeOptions({
-          binding: 'native',
-          intraOpThreads: setup.intraOpThreads,
-          interOpThreads: 1,
-          graphOptimizationLevel: 'all',
-        }),
+    : createNativeSession(setup.onnxPath, nativeOptions(), {
+        shared: new SharedSessions(setup.shared.table),
+        intraOpThreads: sharedIntraOpThreads(setup.intraOpThreads, setup.shared.workers),
+      });
+const pooler: OrtSession | undefined =
+  setup.shared !== undefined && setup.pooled === true
+    ? createNativeSession(
         {
-          shared: new SharedSessions(setup.shared.table),
-          intraOpThreads: sharedIntraOpThreads(setup.intraOpThreads, setup.shared.workers),
+          name: 'raw-pooling',
+          bytes: poolingGraph({ pooling: 'mean', normalize: true, hiddenType: 'float32' }),
         },
-      );
+        nativeOptions(),
+        { intraOpThreads: 1 },
+      )
+    : undefined;
+
+function nativeOptions(): ReturnType<typeof compileRuntimeOptions> {
+  const providers = (setup.executionProviders ?? ['cpu']).map((p) =>
+    typeof p === 'string'
+      ? p
+      : { name: p.name, ...('deviceId' in p ? { deviceId: p.deviceId } : {}) },
+  );
+  return compileRuntimeOptions({
+    binding: 'native',
+    intraOpThreads: setup.intraOpThreads,
+    interOpThreads: 1,
+    graphOptimizationLevel: 'all',
+    executionProviders: providers as never,
+  });
+}
+
+function runBatch(batch: number[][]): Promise<unknown> {
+  const feeds = idsFeeds(batch, session.inputNames);
+  if (pooler === undefined || session.runLinked === undefined) return session.run(feeds);
+  return session.runLinked({
+    feeds,
+    next: pooler,
+    link: { [POOLING_INPUTS.hidden]: 'last_hidden_state' },
+    nextFeeds: { [POOLING_INPUTS.mask]: idsFeeds(batch, ['attention_mask'])['attention_mask']! },
+  });
+}
+
 const port = parentPort;
 if (port === null) throw new Error('raw-worker must run as a worker thread');
 port.on('message', (batch: number[][]) => {
-  void session
-    .run(idsFeeds(batch, session.inputNames))
+  void runBatch(batch)
     .then(() => port.postMessage('done'))
     .catch((err: unknown) => port.postMessage({ error: String(err) }));
 });
