@@ -91,7 +91,7 @@ export class CohortLoop implements StepLoop {
     this.reap(events);
     await this.admit(events);
     for (const cohort of this.cohorts) await this.decode(cohort, events);
-    this.cohorts = this.cohorts.filter((c) => c.rows.length > 0);
+    this.dropEmptyCohorts();
     return events;
   }
 
@@ -181,6 +181,12 @@ export class CohortLoop implements StepLoop {
         keep.map((i) => cohort.tokens[i] as number),
       );
     }
+    this.dropEmptyCohorts();
+  }
+
+  /** Cohorts whose rows all ended go, with what their decoders hold on the device. */
+  private dropEmptyCohorts(): void {
+    for (const cohort of this.cohorts) if (cohort.rows.length === 0) cohort.decoder.release?.();
     this.cohorts = this.cohorts.filter((c) => c.rows.length > 0);
   }
 

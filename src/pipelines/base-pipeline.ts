@@ -4,7 +4,13 @@
 // its own steps in `runBatch`: the empty-batch check, the error wrapping around `session.run` and
 // the timings come from here, so per-pipeline constructors stop repeating them.
 import type { Tensor } from '../runtime/tensor.ts';
-import type { OrtSession, Feeds, LinkedRun } from '../runtime/session.ts';
+import type {
+  OrtSession,
+  Feeds,
+  LinkedRun,
+  ResidentOutputs,
+  ResidentRun,
+} from '../runtime/session.ts';
 import type { z } from 'zod';
 import { FeedMismatchError, HugotError, InferenceError, OrtStatusError } from '../errors.ts';
 import { parseWithSchema } from '../options/parse.ts';
@@ -113,9 +119,15 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
     return this.counted(() => this.model.session.runLinked(run));
   }
 
-  private async counted(
-    runs: () => Promise<Record<string, Tensor>>,
-  ): Promise<Record<string, Tensor>> {
+  /** One counted resident run of `session` (runtime.kvOn: device). */
+  protected async inferResident(session: OrtSession, run: ResidentRun): Promise<ResidentOutputs> {
+    const runResident = session.runResident?.bind(session);
+    if (runResident === undefined)
+      throw new InferenceError(`${this.task}: this binding keeps no values resident`);
+    return this.counted(() => runResident(run));
+  }
+
+  private async counted<T>(runs: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       return await runs();

@@ -6,6 +6,7 @@
 // the tokenizer's rules (whisper-transcript.ts). On the generative engine a clip advances one
 // segment per step (segmentwise.ts), so its text streams a segment at a time.
 import { Tensor } from '../../runtime/tensor.ts';
+import { kvOnDevice } from '../../runtime/runtime-options.ts';
 import { z } from 'zod';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
 import type { GenerationResult } from '../generation/generation-progress.ts';
@@ -15,6 +16,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import {
   runEncoder,
   Seq2SeqDecoder,
+  type ResidentDecoding,
   seq2seqLayoutOf,
   type RunSession,
   type Seq2SeqLayout,
@@ -333,7 +335,22 @@ export class SpeechRecognitionPipeline
       this.infer(feeds, outputNames, session);
     const dims = [rows, this.features.featureSize, settings.segmentFrames];
     const feeds = { [this.inputName]: new Tensor('float32', features, dims) };
-    return new Seq2SeqDecoder(this.layout, await runEncoder(this.layout, feeds, run), run);
+    return new Seq2SeqDecoder(
+      this.layout,
+      await runEncoder(this.layout, feeds, run),
+      run,
+      this.residentDecoding(),
+    );
+  }
+
+  /** Resident caches when the model's runtime keeps them on its device (runtime.kvOn). */
+  private residentDecoding(): ResidentDecoding | undefined {
+    if (!kvOnDevice(this.model.runtime) || this.layout.next.runResident === undefined)
+      return undefined;
+    return {
+      run: (session, run) => this.inferResident(session, run),
+      helper: (name, bytes) => this.model.helper(name, bytes),
+    };
   }
 
   /** Built once: the engine decodes a transcript after every segment. */

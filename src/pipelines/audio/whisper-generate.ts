@@ -105,31 +105,11 @@ async function segmentStep(
     return span;
   });
   const decoder = await encode(input, group.length);
-  const timestamps = (group[0] as ClipState).clip.timestamps;
-  const detect = settings.prompt.includes('detect');
-  let fed = 0;
-  if (detect) {
-    // The step on <|startoftranscript|> detects the language (once per clip).
-    const logits = await decoder.step(group.map(() => settings.startId));
-    fed = 1;
-    group.forEach((state, row) => {
-      state.language ??= detectLanguage(logits[row] as Float32Array, settings);
-    });
-  }
-  const prompts = group.map((state) => promptFor(settings, timestamps, state.language));
-  const promptLength = (prompts[0] as number[]).length;
-  // All of the prompt but its last token, which the search feeds.
-  for (let position = fed; position < promptLength - 1; position += 1)
-    await decoder.step(prompts.map((p) => p[position] as number));
   let generated: number[][];
-  if (settings.numBeams > 1) {
-    generated = await beamSearch(decoder, beamSettings(settings), {
-      prompts,
-      process: (tokens, scores) =>
-        processWhisperScores(scores, tokens, promptLength, timestamps, settings),
-    });
-  } else {
-    generated = await greedy(decoder, prompts, settings, timestamps);
+  try {
+    generated = await decodeSegment(decoder, group, settings);
+  } finally {
+    decoder.release?.();
   }
   group.forEach((state, row) => {
     const sequence = generated[row] as number[];
@@ -147,6 +127,38 @@ async function segmentStep(
     state.tokens.push(...tokens);
     state.seek += offset;
   });
+}
+
+/** The segment's prompt fed (and the language detected), then its search: each row's tokens. */
+async function decodeSegment(
+  decoder: DecoderStepper,
+  group: readonly ClipState[],
+  settings: WhisperSettings,
+): Promise<number[][]> {
+  const timestamps = (group[0] as ClipState).clip.timestamps;
+  const detect = settings.prompt.includes('detect');
+  let fed = 0;
+  if (detect) {
+    // The step on <|startoftranscript|> detects the language (once per clip).
+    const logits = await decoder.step(group.map(() => settings.startId));
+    fed = 1;
+    group.forEach((state, row) => {
+      state.language ??= detectLanguage(logits[row] as Float32Array, settings);
+    });
+  }
+  const prompts = group.map((state) => promptFor(settings, timestamps, state.language));
+  const promptLength = (prompts[0] as number[]).length;
+  // All of the prompt but its last token, which the search feeds.
+  for (let position = fed; position < promptLength - 1; position += 1)
+    await decoder.step(prompts.map((p) => p[position] as number));
+  if (settings.numBeams > 1) {
+    return beamSearch(decoder, beamSettings(settings), {
+      prompts,
+      process: (tokens, scores) =>
+        processWhisperScores(scores, tokens, promptLength, timestamps, settings),
+    });
+  }
+  return greedy(decoder, prompts, settings, timestamps);
 }
 
 /** Python's detect_language: the most likely language token after <|startoftranscript|>. */

@@ -9,6 +9,8 @@ export interface RowStepper {
   step(tokens: readonly number[]): Promise<Float32Array[]>;
   /** Keeps the given rows, in this order, with everything cached for them. */
   select(rows: readonly number[]): void;
+  /** Frees what it holds outside JS (a cache resident on a device) once its rows have all ended. */
+  release?(): void;
 }
 
 export interface GenerationCohort {

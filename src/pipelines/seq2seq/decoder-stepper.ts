@@ -8,4 +8,6 @@ export interface DecoderStepper {
   step(tokens: readonly number[]): Promise<Float32Array[]>;
   /** Keeps the given rows, in this order (repeats allowed), with everything cached for them. */
   select(rows: readonly number[]): void;
+  /** Frees what it holds outside JS (a cache resident on a device); it is not stepped again. */
+  release?(): void;
 }

@@ -8,7 +8,26 @@
 import { Tensor } from '../../runtime/tensor.ts';
 import type { OrtSession } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
-import { asKvDataType, floatData, zerosTensor, type KvDataType } from '../generation/kv-dtype.ts';
+import {
+  asKvDataType,
+  floatData,
+  zerosTensor,
+  type KvDataType,
+  type KvTensor,
+} from '../generation/kv-dtype.ts';
+import { hostFeeds } from '../generation/kv-cache.ts';
+import {
+  WINDOW_INPUTS,
+  windowGraph,
+  windowInput,
+  windowOutput,
+} from '../../runtime/graphs/kv-rows-graph.ts';
+import {
+  isResident,
+  type ResidentFeeds,
+  type ResidentOutputs,
+  type ResidentRun,
+} from '../../runtime/session.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
 import type { DecoderStepper } from './decoder-stepper.ts';
@@ -19,6 +38,15 @@ export type RunSession = (
   feeds: Feeds,
   outputNames: readonly string[],
 ) => Promise<Record<string, Tensor>>;
+
+/**
+ * How a decoder keeps its caches resident on the session's device (runtime.kvOn: device): its
+ * pipeline's counted resident run, and the model's helper graphs for moving rows.
+ */
+export interface ResidentDecoding {
+  run(session: OrtSession, run: ResidentRun): Promise<ResidentOutputs>;
+  helper(name: string, bytes: () => Uint8Array): Promise<OrtSession>;
+}
 
 /** The encoder's output for a batch: what every decoder step attends to. */
 export interface EncoderOutput {
@@ -132,15 +160,24 @@ export class Seq2SeqDecoder implements DecoderStepper {
   private readonly run: RunSession;
   private encoder: EncoderOutput;
   /** Per layer: decoder key, decoder value (grows by one position a step). */
-  private selfCache: Tensor[] = [];
+  private selfCache: KvTensor[] = [];
   /** Per layer: encoder key, encoder value (computed on the first step, then read). */
-  private crossCache: Tensor[] = [];
+  private crossCache: KvTensor[] = [];
   private started = false;
+  private readonly resident: ResidentDecoding | undefined;
+  /** Rows `select` kept since the last step, applied to resident caches at the next one. */
+  private pendingRows: number[] | undefined;
 
-  constructor(layout: Seq2SeqLayout, encoder: EncoderOutput, run: RunSession) {
+  constructor(
+    layout: Seq2SeqLayout,
+    encoder: EncoderOutput,
+    run: RunSession,
+    resident?: ResidentDecoding,
+  ) {
     this.layout = layout;
     this.encoder = encoder;
     this.run = run;
+    this.resident = resident;
   }
 
   get rows(): number {
@@ -150,16 +187,28 @@ export class Seq2SeqDecoder implements DecoderStepper {
   async step(tokens: readonly number[]): Promise<Float32Array[]> {
     if (tokens.length !== this.rows)
       throw new InferenceError(`decoder step has ${tokens.length} tokens for ${this.rows} rows`);
+    await this.applySelection();
     const session = this.started ? this.layout.next : this.layout.first;
     const feeds = this.feeds(session, tokens);
     const wanted = session.outputNames.filter(
       (n) =>
         n === 'logits' || (n.startsWith('present.') && (!this.started || n.includes('.decoder.'))),
     );
-    const outputs = await this.run(session, feeds, wanted);
+    let outputs: Record<string, KvTensor>;
+    if (this.resident === undefined) {
+      outputs = await this.run(session, hostFeeds(feeds), wanted);
+    } else {
+      const out = await this.resident.run(session, {
+        feeds,
+        hostOutputs: ['logits'],
+        residentOutputs: wanted.filter((n) => n !== 'logits'),
+      });
+      outputs = { ...out.host, ...out.resident };
+    }
     const logits = outputs['logits'];
-    if (logits === undefined) throw new InferenceError("the decoder returned no 'logits'");
-    const presents = (part: 'decoder' | 'encoder'): Tensor[] =>
+    if (logits === undefined || isResident(logits))
+      throw new InferenceError("the decoder returned no 'logits'");
+    const presents = (part: 'decoder' | 'encoder'): KvTensor[] =>
       this.layout.pastNames
         .filter((n) => n.includes(`.${part}.`))
         .map((n) => {
@@ -168,7 +217,9 @@ export class Seq2SeqDecoder implements DecoderStepper {
             throw new InferenceError(`the decoder returned no present for ${n}`);
           return present;
         });
+    const previous = this.selfCache;
     this.selfCache = presents('decoder');
+    releaseAll(previous);
     if (!this.started) this.crossCache = presents('encoder');
     this.started = true;
     const data = floatData(logits, 'logits');
@@ -185,13 +236,52 @@ export class Seq2SeqDecoder implements DecoderStepper {
       attentionMask:
         this.encoder.attentionMask === undefined ? undefined : take(this.encoder.attentionMask),
     };
-    this.selfCache = this.selfCache.map(take);
-    this.crossCache = this.crossCache.map(take);
+    if (this.resident !== undefined && this.started) {
+      // Resident caches are gathered on the device at the next step, once for every select since.
+      const pending = this.pendingRows;
+      this.pendingRows = pending === undefined ? [...rows] : rows.map((r) => pending[r] as number);
+      return;
+    }
+    this.selfCache = this.selfCache.map((t) => take(hostTensor(t)));
+    this.crossCache = this.crossCache.map((t) => take(hostTensor(t)));
   }
 
-  private feeds(session: OrtSession, tokens: readonly number[]): Feeds {
+  release(): void {
+    releaseAll(this.selfCache);
+    releaseAll(this.crossCache);
+    this.selfCache = [];
+    this.crossCache = [];
+  }
+
+  /** The rows `select` kept, taken from the resident caches by a gather on their device. */
+  private async applySelection(): Promise<void> {
+    const rows = this.pendingRows;
+    const resident = this.resident;
+    if (rows === undefined || resident === undefined) return;
+    this.pendingRows = undefined;
+    const caches = [...this.selfCache, ...this.crossCache];
+    const session = await resident.helper(`kv-window-${caches.length}-${this.layout.dtype}`, () =>
+      windowGraph(caches.length, this.layout.dtype),
+    );
+    const feeds: ResidentFeeds = {
+      [WINDOW_INPUTS.rows]: int64Tensor(rows),
+      [WINDOW_INPUTS.start]: int64Tensor([0]),
+      // Slice clamps an end past the last column: every column, whatever each cache's length.
+      [WINDOW_INPUTS.end]: int64Tensor([2 ** 62]),
+      [WINDOW_INPUTS.pads]: int64Tensor([0, 0, 0, 0, 0, 0, 0, 0]),
+    };
+    caches.forEach((t, i) => (feeds[windowInput(i)] = t));
+    const names = caches.map((_, i) => windowOutput(i));
+    const out = await resident.run(session, { feeds, hostOutputs: [], residentOutputs: names });
+    const moved = names.map((name) => out.resident[name] as KvTensor);
+    releaseAll(caches);
+    this.selfCache = moved.slice(0, this.selfCache.length);
+    this.crossCache = moved.slice(this.selfCache.length);
+  }
+
+  private feeds(session: OrtSession, tokens: readonly number[]): ResidentFeeds {
     const rows = tokens.length;
-    const feeds: Feeds = {
+    const feeds: ResidentFeeds = {
       input_ids: new Tensor('int64', BigInt64Array.from(tokens, BigInt), [rows, 1]),
     };
     const { attentionMask, hiddenStates } = this.encoder;
@@ -214,12 +304,23 @@ export class Seq2SeqDecoder implements DecoderStepper {
       for (const name of this.layout.pastNames) {
         feeds[name] = (
           name.includes('.decoder.') ? this.selfCache[self++] : this.crossCache[cross++]
-        ) as Tensor;
+        ) as KvTensor;
       }
     }
     return feeds;
   }
 }
+
+function releaseAll(tensors: readonly KvTensor[]): void {
+  for (const t of tensors) if (isResident(t)) t.release();
+}
+
+function hostTensor(t: KvTensor): Tensor {
+  return isResident(t) ? t.toHost() : t;
+}
+
+const int64Tensor = (values: readonly number[]): Tensor =>
+  new Tensor('int64', BigInt64Array.from(values, BigInt), [values.length]);
 
 /** Rows of a tensor's leading dimension, in the given order (repeats allowed). */
 export function gatherRows(tensor: Tensor, rows: readonly number[]): Tensor {

@@ -4,6 +4,7 @@
 // search over the decoder, and the output decoded without special tokens under the task's name
 // (`generatedText`, `summaryText`, `translationText`).
 import type { z } from 'zod';
+import { kvOnDevice } from '../../runtime/runtime-options.ts';
 import { InputError } from '../../errors.ts';
 import { parseWithSchema } from '../../options/parse.ts';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -24,6 +25,7 @@ import {
 import {
   runEncoder,
   Seq2SeqDecoder,
+  type ResidentDecoding,
   seq2seqLayoutOf,
   type RunSession,
   type Seq2SeqLayout,
@@ -108,10 +110,14 @@ export class Seq2SeqTextPipeline
     const encoded = await this.encodeInputs(inputs);
     const encoderIds = encoded.map((e) => e.ids);
     const decoder = await this.startDecoder(encoded);
-    if (settings.numBeams > 1) return beamSearch(decoder, settings, {}, encoderIds);
-    const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
-    const results = await greedySearch(decoder, settings, decode, undefined, encoderIds);
-    return results.map((r) => r.tokenIds);
+    try {
+      if (settings.numBeams > 1) return await beamSearch(decoder, settings, {}, encoderIds);
+      const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
+      const results = await greedySearch(decoder, settings, decode, undefined, encoderIds);
+      return results.map((r) => r.tokenIds);
+    } finally {
+      decoder.release();
+    }
   }
 
   protected async runBatch(inputs: readonly string[]): Promise<Seq2SeqOutput[]> {
@@ -120,13 +126,19 @@ export class Seq2SeqTextPipeline
     const encoded = await this.encodeInputs(inputs);
     const encoderIds = encoded.map((e) => e.ids);
     const decoder = await this.startDecoder(encoded);
-    if (settings.numBeams > 1) {
-      const ids = await beamSearch(decoder, settings, {}, encoderIds);
-      return Promise.all(ids.map(async (row) => ({ [this.field]: await this.decodeText(row) })));
+    try {
+      if (settings.numBeams > 1) {
+        const ids = await beamSearch(decoder, settings, {}, encoderIds);
+        return await Promise.all(
+          ids.map(async (row) => ({ [this.field]: await this.decodeText(row) })),
+        );
+      }
+      const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
+      const results = await greedySearch(decoder, settings, decode, undefined, encoderIds);
+      return results.map((r) => ({ [this.field]: r.text }));
+    } finally {
+      decoder.release();
     }
-    const decode = (ids: readonly number[]): Promise<string> => this.decodeText(ids);
-    const results = await greedySearch(decoder, settings, decode, undefined, encoderIds);
-    return results.map((r) => ({ [this.field]: r.text }));
   }
 
   /** Python's postprocess: skip_special_tokens=True, clean_up_tokenization_spaces=False. */
@@ -163,6 +175,21 @@ export class Seq2SeqTextPipeline
     const run: RunSession = (session, feeds, outputNames) =>
       this.infer(feeds, outputNames, session);
     const feeds: Feeds = textFeeds(encoded, this.layout.encoder.inputNames, this.tokenizer.padId);
-    return new Seq2SeqDecoder(this.layout, await runEncoder(this.layout, feeds, run), run);
+    return new Seq2SeqDecoder(
+      this.layout,
+      await runEncoder(this.layout, feeds, run),
+      run,
+      this.residentDecoding(),
+    );
+  }
+
+  /** Resident caches when the model's runtime keeps them on its device (runtime.kvOn). */
+  private residentDecoding(): ResidentDecoding | undefined {
+    if (!kvOnDevice(this.model.runtime) || this.layout.next.runResident === undefined)
+      return undefined;
+    return {
+      run: (session, run) => this.inferResident(session, run),
+      helper: (name, bytes) => this.model.helper(name, bytes),
+    };
   }
 }

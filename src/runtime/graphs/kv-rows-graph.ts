@@ -12,7 +12,7 @@ export type CacheType = 'float32' | 'float16';
 export const WINDOW_INPUTS = { rows: 'rows', start: 'start', end: 'end', pads: 'pads' } as const;
 export const JOIN_ORDER = 'order';
 
-const cacheShape = (tag: string): string[] => [`b${tag}`, 'h', `t${tag}`, 'd'];
+const cacheShape = (tag: string): string[] => [`b${tag}`, `h${tag}`, `t${tag}`, `d${tag}`];
 const code = (type: CacheType): typeof DataType.float | typeof DataType.float16 =>
   type === 'float32' ? DataType.float : DataType.float16;
 
@@ -27,8 +27,9 @@ export function windowGraph(tensors: number, type: CacheType): Uint8Array {
   const inputs: GraphValue[] = [];
   const outputs: GraphValue[] = [];
   for (let i = 0; i < tensors; i += 1) {
-    inputs.push({ name: windowInput(i), type: code(type), shape: cacheShape('') });
-    outputs.push({ name: windowOutput(i), type: code(type), shape: cacheShape('_out') });
+    // Dimensions named per tensor: a cohort's self- and cross-attention caches differ in length.
+    inputs.push({ name: windowInput(i), type: code(type), shape: cacheShape(`${i}`) });
+    outputs.push({ name: windowOutput(i), type: code(type), shape: cacheShape(`${i}_out`) });
     nodes.push(
       {
         op: 'Gather',

@@ -8,11 +8,11 @@ import type { OrtLibrary, Pointer } from './ort-library.ts';
 
 const finalizer = new FinalizationRegistry<() => void>((free) => free());
 
-/** This thread's resident values not yet freed, and how many were copied to the host. */
-const counts = { live: 0, hostCopies: 0 };
+/** This thread's resident values made, not yet freed, and copied to the host. */
+const counts = { made: 0, live: 0, hostCopies: 0 };
 
-/** A copy of this thread's counts: what the loop holds on the device, and what came back. */
-export function residentStats(): { live: number; hostCopies: number } {
+/** A copy of this thread's counts: what the loops made and hold on the device, and what came back. */
+export function residentStats(): { made: number; live: number; hostCopies: number } {
   return { ...counts };
 }
 
@@ -37,6 +37,7 @@ export class ResidentValue implements ResidentTensor {
     this.type = shape.type;
     this.dims = shape.dims;
     this.copy = copy;
+    counts.made += 1;
     counts.live += 1;
     finalizer.register(
       this,
