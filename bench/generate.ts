@@ -10,8 +10,8 @@
 // N instead (its tokens/s is a rate, so a sample only shortens the run).
 // `-- --device cuda:<id>` runs the three modes on that GPU and adds the engine on every CPU core of
 // the same machine (gpu_vs_cpu), the engine with its decode cache copied to the host and back
-// every step (runtime.kvOn: host; kv_device_vs_host against the GPU default, resident) and a check
-// that greedy tokens are the CPU path's. On CPU, BENCH_KV_ON=device runs the resident engine too.
+// every step (runtime.kvOn: host; kv_device_vs_host against the default, resident) and a check
+// that greedy tokens are the CPU path's. On CPU, BENCH_KV_HOST=1 runs the kvOn=host engine too.
 // Two more passes (docs/generative.md#benchmark-npm-run-benchgenerate):
 //   shared:     BENCH_SHARED_REQUESTS (64) prompts that share one BENCH_SHARED_PREFIX_TOKENS-token
 //               (300) instruction, each then a record of 16-160 tokens: the engine with its prefix
@@ -445,23 +445,14 @@ async function mixedPass(): Promise<Record<string, unknown>> {
   const seq = await sequential();
   const onCpu = GPU_PROVIDERS ? await engine(MIXED, 'cpu', availableParallelism(), 1) : undefined;
   const greedy = GPU_PROVIDERS ? await greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)) : undefined;
-  // The decode cache resident between steps (a GPU's default) against copied to JS and back (a
-  // CPU's): on a GPU the default runs against kvOn=host; on CPU with BENCH_KV_ON=device.
-  const kvOther: 'device' | 'host' | undefined = GPU_PROVIDERS
-    ? 'host'
-    : process.env['BENCH_KV_ON'] === 'device'
-      ? 'device'
-      : undefined;
+  // The engine's decode cache resident between steps (its default with the native binding)
+  // against copied to JS and back every step (kvOn=host): on a GPU always, on CPU with
+  // BENCH_KV_HOST=1.
   const kvRun =
-    kvOther === undefined
-      ? undefined
-      : await engine({ ...MIXED, kvOn: kvOther, label: `kvOn=${kvOther}` });
-  const kvRatio =
-    kvRun === undefined
-      ? undefined
-      : kvOther === 'host'
-        ? eng.tokensPerSecond / kvRun.tokensPerSecond
-        : kvRun.tokensPerSecond / eng.tokensPerSecond;
+    GPU_PROVIDERS || process.env['BENCH_KV_HOST'] === '1'
+      ? await engine({ ...MIXED, kvOn: 'host', label: 'kvOn=host' })
+      : undefined;
+  const kvRatio = kvRun === undefined ? undefined : eng.tokensPerSecond / kvRun.tokensPerSecond;
   return {
     ratios: {
       vs_sequential: round(eng.tokensPerSecond / seq.tokensPerSecond),
@@ -472,7 +463,7 @@ async function mixedPass(): Promise<Record<string, unknown>> {
     ...(kvRun
       ? {
           kv_other: {
-            kvOn: kvOther,
+            kvOn: 'host',
             tokens_per_s: kvRun.tokensPerSecond,
             itl_p50_ms: kvRun.itlMs.p50,
           },

@@ -69,8 +69,10 @@ export const runtimeOptionsSchema = z
      * Where the generative engine's decode batch keeps its KV cache between steps: 'device' binds
      * each step's presents where the session made them and feeds them to the next step as they are
      * (src/runtime/native/resident-value.ts), 'host' copies them to JS and back every step. 'auto'
-     * is 'device' on a GPU provider with the native binding, 'host' otherwise. Exports that return
-     * only the step's columns (model_appending.onnx) keep theirs on the host either way.
+     * is 'device' with the native binding, on a GPU and on CPU alike (on CPU the engine made 1.31
+     * and 1.37x the tokens/s of 'host': bench/results/cpu-2026-12-03/generate-kv-*.jsonl), and
+     * 'host' on onnxruntime-node, which has no resident values. Exports that return only the
+     * step's columns (model_appending.onnx) keep theirs on the host either way.
      */
     kvOn: z.enum(['auto', 'device', 'host']).default('auto'),
   })
@@ -107,8 +109,7 @@ export function poolsOnDevice(options: CompiledRuntimeOptions): boolean {
 
 /** Whether the generative engine keeps its decode cache resident (see the `kvOn` option). */
 export function kvOnDevice(options: CompiledRuntimeOptions): boolean {
-  if (options.kvOn !== 'auto') return options.kvOn === 'device' && options.binding === 'native';
-  return options.binding === 'native' && sessionDevice(options).kind !== 'cpu';
+  return options.binding === 'native' && options.kvOn !== 'host';
 }
 
 /** A stable key so that pipelines asking for the same file with the same options share a session. */

@@ -1,7 +1,7 @@
 // The decode batch's KV cache resident between steps (runtime.kvOn: device): each step's presents
 // stay where the session made them and are bound as the next step's past without coming to JS;
-// only a re-assembly (rows joining, or trimming after long rows leave) copies them to the host.
-// It is a GPU shard's default; here it runs on CPU memory, the same calls with the CPU's
+// rows joining and leaving are moved by the window and join graphs on the same device.
+// It is the native binding's default (GPU or CPU); here it runs on CPU memory, with the CPU's
 // OrtMemoryInfo. Greedy tokens must be Python's, token for token, continuously batched, and every
 // resident value the loop was handed must be freed by the time it is idle. On onnxruntime-node
 // (the second parity project) there is no resident run, and the same loop must take the host path.
