@@ -48,8 +48,9 @@ export class GenerationLoop implements StepLoop {
   private groups: DecodeGroup<Sequence>[] = [];
   private readonly decodeText: (ids: readonly number[]) => Promise<string>;
   /**
-   * Decode groups keep their cache where the session made it between steps (runtime.kvOn): only
-   * a re-assembly copies it to the host. Prefills stay on the host, where the prefix cache reads.
+   * Decode groups keep their cache where the session made it between steps (runtime.kvOn), and
+   * rows join and leave by graphs on the same device (ResidentRows). Prefills stay on the host,
+   * where the prefix cache reads them.
    */
   private readonly resident: boolean;
   /** The row moves of a resident cache, on its device. */
