@@ -32,11 +32,8 @@ export interface KvRowRef {
  */
 export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvState {
   if (rows.length === 0) return emptyKvState(layout, 0);
-  const shared = rows[0]?.state.shared;
-  if (rows.some(({ state }) => state.shared !== shared))
-    throw new InferenceError('rows of one decode batch must share one shared prefix');
-  const spans = rows.map(({ state, row }) => realSpan(state, row));
-  const length = spans.reduce((max, s) => Math.max(max, s), 0);
+  const batch = assembledRows(rows);
+  const { spans, pastLength: length } = batch;
   const capacity = length + (layout.appending ? APPEND_COLUMNS : 0);
   const { kvHeads: heads, headDim: dim } = layout;
   const past = layout.pastNames.map((name, t) => {
@@ -55,17 +52,40 @@ export function assembleRows(layout: KvLayout, rows: readonly KvRowRef[]): KvSta
     });
     return new Tensor(layout.dtype, out, [rows.length, heads, capacity, dim]);
   });
+  return { ...batch.state, past };
+}
+
+/**
+ * What a left-padded batch of `rows` is, whatever holds its cache: each row keeps its real span,
+ * the batch is as long as the longest, and the masks and positions follow. `state` lacks `past`.
+ */
+export function assembledRows(rows: readonly KvRowRef[]): {
+  spans: number[];
+  pastLength: number;
+  state: Omit<KvState, 'past'>;
+} {
+  const shared = rows[0]?.state.shared;
+  if (rows.some(({ state }) => state.shared !== shared))
+    throw new InferenceError('rows of one decode batch must share one shared prefix');
+  const spans = rows.map(({ state, row }) => realSpan(state, row));
+  const length = spans.reduce((max, s) => Math.max(max, s), 0);
   return {
-    batch: rows.length,
-    ...(shared === undefined ? {} : { shared }),
-    past,
+    spans,
     pastLength: length,
-    attentionMask: rows.map(({ state, row }, r) => {
-      const span = spans[r] as number;
-      const mask = state.attentionMask[row] ?? [];
-      return [...Array.from({ length: length - span }, () => 0), ...mask.slice(mask.length - span)];
-    }),
-    realTokens: rows.map(({ state, row }) => state.realTokens[row] ?? 0),
+    state: {
+      batch: rows.length,
+      ...(shared === undefined ? {} : { shared }),
+      pastLength: length,
+      attentionMask: rows.map(({ state, row }, r) => {
+        const span = spans[r] as number;
+        const mask = state.attentionMask[row] ?? [];
+        return [
+          ...Array.from({ length: length - span }, () => 0),
+          ...mask.slice(mask.length - span),
+        ];
+      }),
+      realTokens: rows.map(({ state, row }) => state.realTokens[row] ?? 0),
+    },
   };
 }
 

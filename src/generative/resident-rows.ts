@@ -6,25 +6,20 @@
 // (test/parity/smollm2-resident-kv.test.ts).
 import { InferenceError } from '../errors.ts';
 import type { KvLayout, KvState } from '../pipelines/generation/kv-cache.ts';
-import { realSpan } from '../pipelines/generation/kv-cache.ts';
 import type { KvTensor } from '../pipelines/generation/kv-dtype.ts';
 import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
 import {
   JOIN_ORDER,
-  WINDOW_INPUTS,
+  int64Tensor,
   joinGraph,
   joinInput,
   joinOutput,
+  windowFeeds,
   windowGraph,
-  windowInput,
   windowOutput,
 } from '../runtime/graphs/kv-rows-graph.ts';
 import type { OrtSession, ResidentFeeds, ResidentTensor } from '../runtime/session.ts';
-import { Tensor } from '../runtime/tensor.ts';
-import type { KvRowRef } from './kv-batch.ts';
-
-const int64 = (values: readonly number[]): Tensor =>
-  new Tensor('int64', BigInt64Array.from(values, BigInt), [values.length]);
+import { assembledRows, type KvRowRef } from './kv-batch.ts';
 
 export class ResidentRows {
   private readonly model: LoadedModel;
@@ -50,11 +45,9 @@ export class ResidentRows {
 
   /** assembleRows on the device: the rows in order, each keeping its real span, left-padded. */
   async assemble(rows: readonly KvRowRef[]): Promise<KvState> {
-    const shared = rows[0]?.state.shared;
-    if (rows.length === 0 || rows.some(({ state }) => state.shared !== shared))
-      throw new InferenceError('rows of one decode batch must share one shared prefix');
-    const spans = rows.map(({ state, row }) => realSpan(state, row));
-    const length = spans.reduce((max, s) => Math.max(max, s), 0);
+    if (rows.length === 0) throw new InferenceError('a decode batch needs at least one row');
+    const batch = assembledRows(rows);
+    const length = batch.pastLength;
     // One window per source state: its rows' last `length` columns (all its rows end at its
     // pastLength), padded on the left to `length`.
     const sources = new Map<KvState, number[]>();
@@ -78,22 +71,7 @@ export class ResidentRows {
         ({ state, row }) =>
           (offsets.get(state) as number) + (sources.get(state) as number[]).indexOf(row),
       );
-      const past = await this.join(windows, order);
-      return {
-        batch: rows.length,
-        ...(shared === undefined ? {} : { shared }),
-        past,
-        pastLength: length,
-        attentionMask: rows.map(({ state, row }, r) => {
-          const span = spans[r] as number;
-          const mask = state.attentionMask[row] ?? [];
-          return [
-            ...Array.from({ length: length - span }, () => 0),
-            ...mask.slice(mask.length - span),
-          ];
-        }),
-        realTokens: rows.map(({ state, row }) => state.realTokens[row] ?? 0),
-      };
+      return { ...batch.state, past: await this.join(windows, order) };
     } finally {
       for (const window of windows) for (const t of window) (t as ResidentTensor).release();
     }
@@ -110,16 +88,8 @@ export class ResidentRows {
     const session = await this.helper(`kv-window-${count}-${this.layout.dtype}`, () =>
       windowGraph(count, this.layout.dtype),
     );
-    const feeds: ResidentFeeds = {
-      [WINDOW_INPUTS.rows]: int64(rows),
-      [WINDOW_INPUTS.start]: int64([start]),
-      [WINDOW_INPUTS.end]: int64([end]),
-      // ONNX Pad's pads: every axis' begin, then every axis' end; only columns get any.
-      [WINDOW_INPUTS.pads]: int64([0, 0, leftPad, 0, 0, 0, 0, 0]),
-    };
-    state.past.forEach((t, i) => (feeds[windowInput(i)] = t));
     const outputs = Array.from({ length: count }, (_, i) => windowOutput(i));
-    return this.runResident(session, feeds, outputs);
+    return this.runResident(session, windowFeeds(state.past, rows, start, end, leftPad), outputs);
   }
 
   private async join(
@@ -131,7 +101,7 @@ export class ResidentRows {
     const session = await this.helper(`kv-join-${count}x${sources}-${this.layout.dtype}`, () =>
       joinGraph(count, sources, this.layout.dtype),
     );
-    const feeds: ResidentFeeds = { [JOIN_ORDER]: int64(order) };
+    const feeds: ResidentFeeds = { [JOIN_ORDER]: int64Tensor(order) };
     windows.forEach((window, s) => window.forEach((t, i) => (feeds[joinInput(s, i)] = t)));
     const outputs = Array.from({ length: count }, (_, i) => joinOutput(i));
     return this.runResident(session, feeds, outputs);

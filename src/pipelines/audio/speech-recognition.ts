@@ -6,7 +6,6 @@
 // the tokenizer's rules (whisper-transcript.ts). On the generative engine a clip advances one
 // segment per step (segmentwise.ts), so its text streams a segment at a time.
 import { Tensor } from '../../runtime/tensor.ts';
-import { kvOnDevice } from '../../runtime/runtime-options.ts';
 import { z } from 'zod';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
 import type { GenerationResult } from '../generation/generation-progress.ts';
@@ -16,6 +15,7 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import {
   runEncoder,
   Seq2SeqDecoder,
+  residentDecodingOf,
   type ResidentDecoding,
   seq2seqLayoutOf,
   type RunSession,
@@ -345,12 +345,9 @@ export class SpeechRecognitionPipeline
 
   /** Resident caches when the model's runtime keeps them on its device (runtime.kvOn). */
   private residentDecoding(): ResidentDecoding | undefined {
-    if (!kvOnDevice(this.model.runtime) || this.layout.next.runResident === undefined)
-      return undefined;
-    return {
-      run: (session, run) => this.inferResident(session, run),
-      helper: (name, bytes) => this.model.helper(name, bytes),
-    };
+    return residentDecodingOf(this.model, this.layout, (session, run) =>
+      this.inferResident(session, run),
+    );
   }
 
   /** Built once: the engine decodes a transcript after every segment. */

@@ -16,12 +16,8 @@ import {
   type KvTensor,
 } from '../generation/kv-dtype.ts';
 import { hostFeeds } from '../generation/kv-cache.ts';
-import {
-  WINDOW_INPUTS,
-  windowGraph,
-  windowInput,
-  windowOutput,
-} from '../../runtime/graphs/kv-rows-graph.ts';
+import { kvOnDevice } from '../../runtime/runtime-options.ts';
+import { windowFeeds, windowGraph, windowOutput } from '../../runtime/graphs/kv-rows-graph.ts';
 import {
   isResident,
   type ResidentFeeds,
@@ -46,6 +42,19 @@ export type RunSession = (
 export interface ResidentDecoding {
   run(session: OrtSession, run: ResidentRun): Promise<ResidentOutputs>;
   helper(name: string, bytes: () => Uint8Array): Promise<OrtSession>;
+}
+
+/**
+ * A pipeline's ResidentDecoding when its model keeps caches on its device (runtime.kvOn) and the
+ * binding can; `run` is the pipeline's counted resident run.
+ */
+export function residentDecodingOf(
+  model: LoadedModel,
+  layout: Seq2SeqLayout,
+  run: ResidentDecoding['run'],
+): ResidentDecoding | undefined {
+  if (!kvOnDevice(model.runtime) || layout.next.runResident === undefined) return undefined;
+  return { run, helper: (name, bytes) => model.helper(name, bytes) };
 }
 
 /** The encoder's output for a batch: what every decoder step attends to. */
@@ -263,14 +272,8 @@ export class Seq2SeqDecoder implements DecoderStepper {
     const session = await resident.helper(`kv-window-${caches.length}-${this.layout.dtype}`, () =>
       windowGraph(caches.length, this.layout.dtype),
     );
-    const feeds: ResidentFeeds = {
-      [WINDOW_INPUTS.rows]: int64Tensor(rows),
-      [WINDOW_INPUTS.start]: int64Tensor([0]),
-      // Slice clamps an end past the last column: every column, whatever each cache's length.
-      [WINDOW_INPUTS.end]: int64Tensor([2 ** 62]),
-      [WINDOW_INPUTS.pads]: int64Tensor([0, 0, 0, 0, 0, 0, 0, 0]),
-    };
-    caches.forEach((t, i) => (feeds[windowInput(i)] = t));
+    // Slice clamps an end past the last column: every column, whatever each cache's length.
+    const feeds = windowFeeds(caches, rows, 0, 2 ** 62, 0);
     const names = caches.map((_, i) => windowOutput(i));
     const out = await resident.run(session, { feeds, hostOutputs: [], residentOutputs: names });
     const moved = names.map((name) => out.resident[name] as KvTensor);
@@ -318,9 +321,6 @@ function releaseAll(tensors: readonly KvTensor[]): void {
 function hostTensor(t: KvTensor): Tensor {
   return isResident(t) ? t.toHost() : t;
 }
-
-const int64Tensor = (values: readonly number[]): Tensor =>
-  new Tensor('int64', BigInt64Array.from(values, BigInt), [values.length]);
 
 /** Rows of a tensor's leading dimension, in the given order (repeats allowed). */
 export function gatherRows(tensor: Tensor, rows: readonly number[]): Tensor {

@@ -4,7 +4,6 @@
 // search over the decoder, and the output decoded without special tokens under the task's name
 // (`generatedText`, `summaryText`, `translationText`).
 import type { z } from 'zod';
-import { kvOnDevice } from '../../runtime/runtime-options.ts';
 import { InputError } from '../../errors.ts';
 import { parseWithSchema } from '../../options/parse.ts';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -25,6 +24,7 @@ import {
 import {
   runEncoder,
   Seq2SeqDecoder,
+  residentDecodingOf,
   type ResidentDecoding,
   seq2seqLayoutOf,
   type RunSession,
@@ -185,11 +185,8 @@ export class Seq2SeqTextPipeline
 
   /** Resident caches when the model's runtime keeps them on its device (runtime.kvOn). */
   private residentDecoding(): ResidentDecoding | undefined {
-    if (!kvOnDevice(this.model.runtime) || this.layout.next.runResident === undefined)
-      return undefined;
-    return {
-      run: (session, run) => this.inferResident(session, run),
-      helper: (name, bytes) => this.model.helper(name, bytes),
-    };
+    return residentDecodingOf(this.model, this.layout, (session, run) =>
+      this.inferResident(session, run),
+    );
   }
 }

@@ -5,6 +5,8 @@
 //           columns on the left (Pad): one source's part of a left-padded batch;
 //   join:   the sources' windows concatenated on the batch axis and put in the batch's row order
 //           (Gather), the new batch.
+import type { ResidentFeeds, ResidentTensor } from '../session.ts';
+import { Tensor } from '../tensor.ts';
 import { DataType, encodeModel, type GraphNode, type GraphValue } from './onnx-model.ts';
 
 export type CacheType = 'float32' | 'float16';
@@ -59,6 +61,28 @@ export function windowGraph(tensors: number, type: CacheType): Uint8Array {
     constants: [{ name: 'column_axis', type: DataType.int64, dims: [1], values: [2] }],
     nodes,
   });
+}
+
+export const int64Tensor = (values: readonly number[]): Tensor =>
+  new Tensor('int64', BigInt64Array.from(values, BigInt), [values.length]);
+
+/** The window graph's feeds: `caches`' rows `rows`, columns [start, end), `leftPad` zero columns. */
+export function windowFeeds(
+  caches: readonly (Tensor | ResidentTensor)[],
+  rows: readonly number[],
+  start: number,
+  end: number,
+  leftPad: number,
+): ResidentFeeds {
+  const feeds: ResidentFeeds = {
+    [WINDOW_INPUTS.rows]: int64Tensor(rows),
+    [WINDOW_INPUTS.start]: int64Tensor([start]),
+    [WINDOW_INPUTS.end]: int64Tensor([end]),
+    // ONNX Pad's pads: every axis' begin, then every axis' end; only columns get any.
+    [WINDOW_INPUTS.pads]: int64Tensor([0, 0, leftPad, 0, 0, 0, 0, 0]),
+  };
+  caches.forEach((t, i) => (feeds[windowInput(i)] = t));
+  return feeds;
 }
 
 /** `sources` windows of `tensors` cache tensors each, concatenated, rows taken in `order`. */
