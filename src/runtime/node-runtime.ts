@@ -1,7 +1,12 @@
 // onnxruntime-node's binding behind our runtime interface: the reference the native binding is
 // tested against, and the fallback where it cannot load. Each thread holds its own sessions.
 import { InferenceSession } from 'onnxruntime-node';
-import { toSessionOptions, type CompiledRuntimeOptions } from './runtime-options.ts';
+import {
+  nodeTakesFloat16Inputs,
+  toSessionOptions,
+  type CompiledRuntimeOptions,
+} from './runtime-options.ts';
+import { ConfigError } from '../errors.ts';
 import { sessionLoadError } from './load-error.ts';
 import { runLinkedThroughHost, type OrtSession } from './session.ts';
 
@@ -19,6 +24,15 @@ export async function createNodeSession(
         : await InferenceSession.create(source.bytes, toSessionOptions(options));
   } catch (cause) {
     throw sessionLoadError(cause, label, options);
+  }
+  const half = session.inputMetadata.find((m) => m.isTensor && m.type === 'float16');
+  if (half !== undefined && !nodeTakesFloat16Inputs()) {
+    await session.release();
+    throw new ConfigError(
+      `${label} takes the float16 input '${half.name}', which onnxruntime-node cannot be fed on Node ${process.versions.node}: ` +
+        'its binding reads a Float16Array as 0 bytes (microsoft/onnxruntime#26791). Set runtime.binding: native (the default), or use the float32 files',
+      { field: 'runtime.binding' },
+    );
   }
   // onnxruntime-node copies every output to JS memory, so a linked run goes through the host.
   const wrapped: OrtSession = {

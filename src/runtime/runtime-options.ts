@@ -100,6 +100,21 @@ export function sessionDevice(options: CompiledRuntimeOptions): SessionDevice {
   return { kind: 'cpu' };
 }
 
+/**
+ * Whether onnxruntime-node can take float16 inputs here. onnxruntime-common stores float16 in a
+ * Float16Array wherever the platform has one (Node 23+), and onnxruntime-node 1.30's binding
+ * sizes such an array as 0 bytes, so every float16 feed fails; where there is none it passes a
+ * Uint16Array of half bits, which works. Our binding reads the bytes itself either way.
+ */
+export function nodeTakesFloat16Inputs(): boolean {
+  return typeof (globalThis as { Float16Array?: unknown }).Float16Array === 'undefined';
+}
+
+/** Whether a session of these options can be fed float16 tensors (see nodeTakesFloat16Inputs). */
+export function takesFloat16Inputs(options: CompiledRuntimeOptions): boolean {
+  return options.binding === 'native' || nodeTakesFloat16Inputs();
+}
+
 /** Whether featureExtraction pools with the pooling graph (see the `poolingOn` option). */
 export function poolsOnDevice(options: CompiledRuntimeOptions): boolean {
   if (options.poolingOn !== 'auto') return options.poolingOn === 'device';

@@ -8,7 +8,7 @@
 import { Tensor } from '../../runtime/tensor.ts';
 import type { OrtSession } from '../../runtime/session.ts';
 import { InferenceError, InputError, ModelFolderError } from '../../errors.ts';
-import { floatData } from '../generation/kv-dtype.ts';
+import { floatData } from '../../runtime/half-float.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
 

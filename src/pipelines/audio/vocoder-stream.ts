@@ -7,7 +7,7 @@
 // is not hop samples per frame, shifting with its input) is not streamed: its audio comes whole.
 import { Tensor } from '../../runtime/tensor.ts';
 import { InferenceError } from '../../errors.ts';
-import { floatData } from '../generation/kv-dtype.ts';
+import { floatData } from '../../runtime/half-float.ts';
 import type { RunSession, SpeechT5Layout, Spectrogram } from './speecht5-model.ts';
 
 export interface VocoderReach {

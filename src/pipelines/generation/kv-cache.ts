@@ -19,11 +19,11 @@ import {
   allocateCache,
   asKvDataType,
   cacheBits,
-  floatData,
   zerosTensor,
   type KvDataType,
   type KvTensor,
 } from './kv-dtype.ts';
+import { floatData } from '../../runtime/half-float.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
 

@@ -1,6 +1,6 @@
-// The one place that knows how cache and logits tensors are stored. Exports keep the KV cache and
-// logits in float32 or, for half-precision models, float16; everything past this file sees
-// float32 numbers and opaque tensors.
+// The one place that knows how cache tensors are stored. Exports keep the KV cache in float32 or,
+// for half-precision models, float16; everything past this file sees opaque tensors (logits are
+// read as float32 through src/runtime/half-float.ts).
 import { Tensor } from '../../runtime/tensor.ts';
 import { isResident, type ResidentTensor } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
@@ -50,30 +50,4 @@ export function cacheBits(cache: KvTensor | undefined, name: string): CacheArray
 /** Zeroed storage for `size` cache elements of the given type. */
 export function allocateCache(type: KvDataType, size: number): CacheArray {
   return type === 'float32' ? new Float32Array(size) : new Uint16Array(size);
-}
-
-/** A float tensor's values as float32, whichever float type the model produced. */
-export function floatData(tensor: Tensor, name: string): Float32Array {
-  if (tensor.type === 'float32') return tensor.data as Float32Array;
-  if (tensor.type === 'float16') {
-    const data = tensor.data as unknown;
-    // Newer runtimes hand back a Float16Array where the platform has one; older ones raw bits.
-    if (data instanceof Uint16Array) return halfBitsToFloat32(data);
-    return Float32Array.from(data as ArrayLike<number>);
-  }
-  throw new InferenceError(`output '${name}' is ${tensor.type}, expected float32 or float16`);
-}
-
-function halfBitsToFloat32(bits: Uint16Array): Float32Array {
-  const out = new Float32Array(bits.length);
-  for (let i = 0; i < bits.length; i += 1) {
-    const h = bits[i] as number;
-    const sign = h & 0x8000 ? -1 : 1;
-    const exponent = (h >> 10) & 0x1f;
-    const fraction = h & 0x3ff;
-    if (exponent === 0) out[i] = sign * 2 ** -14 * (fraction / 1024);
-    else if (exponent === 0x1f) out[i] = fraction === 0 ? sign * Infinity : NaN;
-    else out[i] = sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
-  }
-  return out;
 }

@@ -16,7 +16,7 @@ import {
   type StepResult,
   type StepTokens,
 } from '../generation/kv-cache.ts';
-import { floatData } from '../generation/kv-dtype.ts';
+import { floatData } from '../../runtime/half-float.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
 

@@ -1,6 +1,7 @@
 // Building ONNX input tensors from tokenized text, and reading output tensors back.
 import { Tensor } from '../../runtime/tensor.ts';
 import { InferenceError } from '../../errors.ts';
+import { floatData } from '../../runtime/half-float.ts';
 import type { TokenizedText } from './text-tokenizer.ts';
 
 import type { Feeds } from '../../runtime/session.ts';
@@ -39,7 +40,7 @@ export function textFeeds(
   return feeds;
 }
 
-/** A float output as a flat array with its dimensions. */
+/** A float output (float32, or float16 decoded to float32) as a flat array with its dimensions. */
 export interface FloatOutput {
   data: Float32Array;
   dims: readonly number[];
@@ -52,9 +53,7 @@ export function floatOutput(outputs: Record<string, Tensor>, name: string): Floa
       `the model has no output '${name}'; outputs: ${Object.keys(outputs).join(', ')}`,
     );
   }
-  if (tensor.type !== 'float32')
-    throw new InferenceError(`output '${name}' is ${tensor.type}, expected float32`);
-  return { data: tensor.data as Float32Array, dims: tensor.dims };
+  return { data: floatData(tensor, name), dims: tensor.dims };
 }
 
 /** Row `index` of the leading dimension, as a view (no copy). */

@@ -10,11 +10,11 @@ import type { OrtSession } from '../../runtime/session.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 import {
   asKvDataType,
-  floatData,
   zerosTensor,
   type KvDataType,
   type KvTensor,
 } from '../generation/kv-dtype.ts';
+import { floatData } from '../../runtime/half-float.ts';
 import { hostFeeds } from '../generation/kv-cache.ts';
 import { kvOnDevice } from '../../runtime/runtime-options.ts';
 import { windowFeeds, windowGraph, windowOutput } from '../../runtime/graphs/kv-rows-graph.ts';

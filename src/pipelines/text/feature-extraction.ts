@@ -13,7 +13,7 @@ import { assertString } from '../pipeline.ts';
 import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
 import { sizeIn, textInput, type TaskDefinition } from '../task-definition.ts';
 import { floatOutput, textFeeds } from '../runtime/tensors.ts';
-import { poolsOnDevice } from '../../runtime/runtime-options.ts';
+import { poolsOnDevice, takesFloat16Inputs } from '../../runtime/runtime-options.ts';
 import {
   POOLING_INPUTS,
   POOLING_OUTPUT,
@@ -163,6 +163,9 @@ function devicePoolingOf(
   const meta = model.session.outputMetadata.find((m) => m.name === outputName);
   if (meta === undefined || !meta.isTensor || meta.shape.length !== 3) return undefined;
   if (meta.type !== 'float32' && meta.type !== 'float16') return undefined;
+  // The pooling graph is fed the hidden states as they are, which onnxruntime-node cannot do for
+  // float16 on Node 23+; JS pools them there instead.
+  if (meta.type === 'float16' && !takesFloat16Inputs(model.runtime)) return undefined;
   return { pooling, normalize, hiddenType: meta.type };
 }
 

@@ -12,7 +12,11 @@ import {
 } from '../../../src/runtime/graphs/pooling-graph.ts';
 import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
 import { createNodeSession } from '../../../src/runtime/node-runtime.ts';
-import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
+import { ConfigError } from '../../../src/errors.ts';
+import {
+  compileRuntimeOptions,
+  nodeTakesFloat16Inputs,
+} from '../../../src/runtime/runtime-options.ts';
 import type { OrtSession } from '../../../src/runtime/session.ts';
 import { Tensor } from '../../../src/runtime/tensor.ts';
 
@@ -121,6 +125,22 @@ describe('the pooling graph on fp16 hidden states', () => {
       createNativeSession({ name: 'pooling', bytes }, native);
     const got = await pool(open, spec, input);
     expect(maxAbsDiff(got, expected(spec, Float32Array.from(half)))).toBeLessThanOrEqual(TOLERANCE);
+  });
+
+  it('is refused by onnxruntime-node at load, naming runtime.binding, where it cannot be fed', async () => {
+    const spec: PoolingGraphSpec = { pooling: 'mean', normalize: true, hiddenType: 'float16' };
+    expect(nodeTakesFloat16Inputs()).toBe(typeof Float16Array === 'undefined');
+    const opened = createNodeSession({ name: 'pooling-fp16', bytes: poolingGraph(spec) }, node);
+    if (nodeTakesFloat16Inputs()) return void (await (await opened).release());
+    const error = await opened.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).field).toBe('runtime.binding');
+    expect((error as Error).message).toMatch(
+      /pooling-fp16 takes the float16 input 'hidden_states'/,
+    );
   });
 });
 
