@@ -13,19 +13,24 @@
 // --cls-latency N (64), --calibration N / --cls-calibration N (raw search sample rows: 256 / 48),
 // --tjs-calibration N / --cls-tjs-calibration N (transformers.js search texts: 128 / 48),
 // --search-seconds N (each search's trial budget, default 180; the finalists' re-runs come on top),
-// --only embedding|classification|int8, --models fixtures (the tiny test models: a smoke run of the
+// --only embedding|classification|int8|fp16 (or several, comma-separated; fp16, MiniLM's
+// model_fp16.onnx, runs with --device only), --models fixtures (the tiny test models: a smoke run of the
 // machinery, not a measurement), --repeat N (after the first run, raw in its searched layout and
 // ours are timed N - 1 more times, taking turns; the JSON line gets each run's ratio and the
 // spread), --no-int8 (skip the int8 MiniLM pass: raw's search and N turns of raw and ours).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { FP16_TOLERANCE } from '../src/runtime/half-float.ts';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
   CLASSIFICATION,
   EMBEDDING,
+  FP16_EMBEDDING,
   INT8_EMBEDDING,
   onModel,
+  onnxFileOf,
   type TaskSpec,
 } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
@@ -77,9 +82,13 @@ const log = (line: string): void => {
 const embeddingCount = Number(values.texts);
 const classificationCount = Number(values['cls-texts']);
 // Warm-up and latency texts come from a shifted stride, so they differ from the timed ones.
-const only = values.only;
-if (only !== undefined && only !== 'embedding' && only !== 'classification' && only !== 'int8')
-  throw new Error(`--only must be 'embedding', 'classification' or 'int8', not '${only}'`);
+const ONLY = ['embedding', 'classification', 'int8', 'fp16'];
+const only = values.only?.split(',');
+for (const name of only ?? [])
+  if (!ONLY.includes(name))
+    throw new Error(`--only takes ${ONLY.join(', ')} (comma-separated), not '${name}'`);
+/** Whether --only (when given) names the task. */
+const wants = (name: string): boolean => only === undefined || only.includes(name);
 const repeat = Number(values.repeat);
 if (!Number.isInteger(repeat) || repeat < 1)
   throw new Error(`--repeat takes a whole number of runs, 1 or more, not '${values.repeat}'`);
@@ -92,6 +101,10 @@ const embeddingSpec = fixtures
 const classificationSpec = fixtures
   ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
   : CLASSIFICATION;
+// The tiny fixtures have no float16 copy: the fp16 pass is skipped on them.
+const fp16Spec = fixtures
+  ? onModel(FP16_EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
+  : FP16_EMBEDDING;
 const int8Spec = fixtures
   ? onModel(INT8_EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
   : INT8_EMBEDDING;
@@ -132,35 +145,33 @@ async function moreRuns(spec: TaskSpec, texts: string[], report: TaskReport): Pr
   return [first, ...rest];
 }
 
-const embedding =
-  only === 'classification' || only === 'int8'
-    ? undefined
-    : await benchTask(embeddingSpec, {
-        texts: embeddingTexts,
-        spare: spareTexts,
-        latencyRecords: Number(values.latency),
-        cores,
-        calibration: Number(values.calibration),
-        tjsCalibration: Number(values['tjs-calibration']),
-        alwaysRawWithOurLayout: fixtures,
-        searchSeconds: Number(values['search-seconds']),
-        log,
-      });
+const embedding = !wants('embedding')
+  ? undefined
+  : await benchTask(embeddingSpec, {
+      texts: embeddingTexts,
+      spare: spareTexts,
+      latencyRecords: Number(values.latency),
+      cores,
+      calibration: Number(values.calibration),
+      tjsCalibration: Number(values['tjs-calibration']),
+      alwaysRawWithOurLayout: fixtures,
+      searchSeconds: Number(values['search-seconds']),
+      log,
+    });
 // Classification searches its own layouts: a bigger model does not share the embedding's best.
-const classification =
-  only === 'embedding' || only === 'int8'
-    ? undefined
-    : await benchTask(classificationSpec, {
-        texts: classificationTexts,
-        spare: spareTexts,
-        latencyRecords: Number(values['cls-latency']),
-        cores,
-        calibration: Number(values['cls-calibration']),
-        tjsCalibration: Number(values['cls-tjs-calibration']),
-        alwaysRawWithOurLayout: fixtures,
-        searchSeconds: Number(values['search-seconds']),
-        log,
-      });
+const classification = !wants('classification')
+  ? undefined
+  : await benchTask(classificationSpec, {
+      texts: classificationTexts,
+      spare: spareTexts,
+      latencyRecords: Number(values['cls-latency']),
+      cores,
+      calibration: Number(values['cls-calibration']),
+      tjsCalibration: Number(values['cls-tjs-calibration']),
+      alwaysRawWithOurLayout: fixtures,
+      searchSeconds: Number(values['search-seconds']),
+      log,
+    });
 
 const embeddingRuns =
   embedding === undefined ? undefined : await moreRuns(embeddingSpec, embeddingTexts, embedding);
@@ -170,7 +181,7 @@ const classificationRuns =
     : await moreRuns(classificationSpec, classificationTexts, classification);
 // int8 MiniLM against raw alone: same texts and truncation as the fp32 embedding task.
 const int8 =
-  (only === undefined && values.int8) || only === 'int8'
+  (only === undefined && values.int8) || only?.includes('int8') === true
     ? await vsRawOnly({
         spec: int8Spec,
         texts: embeddingTexts,
@@ -298,9 +309,15 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
     log,
   };
   const reports: Record<string, DeviceReport> = {};
-  const specs = [embeddingSpec, classificationSpec];
+  const specs = [embeddingSpec, fp16Spec, classificationSpec];
   for (const spec of specs) {
-    if (only !== undefined && only !== spec.name) continue;
+    if (!wants(spec.name)) continue;
+    if (!existsSync(join(spec.modelFolder, onnxFileOf(spec)))) {
+      log(
+        `${spec.name}: no ${onnxFileOf(spec)} in ${spec.modelFolder} (npm run models:ensure makes it): skipped`,
+      );
+      continue;
+    }
     reports[spec.name] = await benchOnDevice(spec, input);
   }
   const summarize = (r: DeviceReport): Record<string, unknown> => ({
@@ -315,6 +332,10 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
     ours_trials: r.oursTrials,
     token_pricing_ceiling_rps: round(r.tokenPricingCeilingRps, 1),
     max_abs_diff_vs_cpu: Number(r.maxAbsDiffVsCpu.toPrecision(3)),
+    // fp16 against the fp32 CPU engine: the tolerance its parity test holds on CPU.
+    ...(r.task === 'fp16'
+      ? { within_fp16_tolerance: r.maxAbsDiffVsCpu <= FP16_TOLERANCE.maxAbs }
+      : {}),
     label_mismatches_vs_cpu: r.labelMismatchesVsCpu,
   });
   mkdirSync('.cache/bench', { recursive: true });
@@ -329,5 +350,8 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
     cores,
     ...(first === undefined ? {} : { [first.task]: summarize(first) }),
     ...Object.fromEntries(rest.map((r) => [r.task, summarize(r)])),
+    ...(reports['fp16'] !== undefined && reports['embedding'] !== undefined
+      ? { fp16_vs_fp32: round(reports['fp16'].rps.ours / reports['embedding'].rps.ours) }
+      : {}),
   });
 }

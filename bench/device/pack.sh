@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a GPU run needs and this repository does not track into parts small enough for the
 # device tool (each call carries at most 64 MiB, the tracked tree included): .device/p1 ... pN.
-# Needs `npm ci`, `npm run models:fetch`, `npm run corpus:build` and `npm run gpu:install -- --prefix
+# Needs `npm ci`, `npm run models:fetch`, `npm run models:ensure` (MiniLM's fp16 copy), `npm run corpus:build` and `npm run gpu:install -- --prefix
 # .device/gpu` done first (the provider is taken from there, so the repo's own node_modules keeps
 # its CPU-only state). Usage: bash bench/device/pack.sh [PART_MIB]
 set -euo pipefail

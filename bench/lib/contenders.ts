@@ -13,8 +13,10 @@ import { stageModel, type TjsDevice } from './transformers-js.ts';
 export type { Comparable, TjsRunner } from './tjs-runner.ts';
 
 export interface TaskSpec {
-  name: 'embedding' | 'classification' | 'int8';
+  name: 'embedding' | 'classification' | 'int8' | 'fp16';
   modelFolder: string;
+  /** A variant of the folder's graphs (model_fp16.onnx); default its model.onnx. */
+  variant?: 'fp16';
   /** Truncation length every contender applies. */
   maxLength: number;
   pipeline: Omit<BatchEnginePipeline, 'model'>;
@@ -94,6 +96,19 @@ export const EMBEDDING: TaskSpec = {
   ours: (output) => ({ label: '', values: output as FeatureExtractionResult as Float32Array }),
   tjsKind: 'embedder',
 };
+
+/** The ONNX file of the spec's model that raw runs (ours takes the same through `variant`). */
+export function onnxFileOf(spec: TaskSpec): string {
+  return spec.variant === 'fp16' ? 'model_fp16.onnx' : 'model.onnx';
+}
+
+/**
+ * MiniLM's float16 copy (model_fp16.onnx, which `npm run models:ensure` makes), for CUDA shards
+ * (issue 31): embedded as the fp32 one is, on the device only (ONNX Runtime's CPU float16
+ * kernels are no contender), against raw on the same file; its outputs are compared with the
+ * fp32 CPU engine's.
+ */
+export const FP16_EMBEDDING: TaskSpec = { ...EMBEDDING, name: 'fp16', variant: 'fp16' };
 
 /**
  * The int8 MiniLM the repository ships, embedded as the fp32 one is; compared with raw alone

@@ -10,7 +10,7 @@ import { inputCost } from '../../src/engine/input-cost.ts';
 import type { RuntimeOptions } from '../../src/runtime/runtime-options.ts';
 import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { DEFAULT_CUDA_THREADS, type ShardOption } from '../../src/shards/shard-spec.ts';
-import type { Comparable, TaskSpec } from './contenders.ts';
+import { onnxFileOf, type Comparable, type TaskSpec } from './contenders.ts';
 import { allAtOnce, startEngine } from './engine-runs.ts';
 import { RawPool, cutBatches, describePolicy, type BatchPolicy } from './raw-pool.ts';
 import { maxAbsDiff, round } from './stats.ts';
@@ -98,7 +98,11 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   const tokenPricingCeilingRps = texts.length / ((performance.now() - started) / 1000);
   log(`${spec.name}: main-process token pricing ${tokenPricingCeilingRps.toFixed(0)} rec/s`);
 
-  const onnxPath = `${spec.modelFolder}/model.onnx`;
+  const onnxPath = `${spec.modelFolder}/${onnxFileOf(spec)}`;
+  // The fp16 pass is the floor's figure alone: raw at its widest thread split, ours at the
+  // default, no transformers.js; the other passes search and ablate.
+  const half = spec.variant === 'fp16';
+  const rawWorkers = half ? [Math.max(...input.rawWorkers)] : input.rawWorkers;
   const rawTrials: Record<string, number> = {};
   let rawBest = { label: '', rps: 0 };
   // onnxruntime-node's sessions (the hidden states come to the host), and the raw that issue 31
@@ -106,7 +110,7 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   const rawKinds =
     spec.name === 'embedding' ? (['per-thread', 'pooled'] as const) : ['per-thread' as const];
   for (const kind of rawKinds)
-    for (const workers of input.rawWorkers) {
+    for (const workers of rawWorkers) {
       const pool = await RawPool.start(onnxPath, workers, 1, providers, kind);
       try {
         for (const policy of RAW_POLICIES) {
@@ -134,24 +138,32 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
     threads: number;
     batching?: BatcherOptions;
     runtime: RuntimeOptions;
-  }[] = [
-    ...input.cudaThreads.map((t) => ({ label: `threads=${t}`, threads: t, runtime: onDevice })),
-    {
-      label: `threads=${DEFAULT_CUDA_THREADS} pooling=host`,
-      threads: DEFAULT_CUDA_THREADS,
-      runtime: { poolingOn: 'host' },
-    },
-    ...(input.tokenPricing
-      ? [
-          {
-            label: `threads=${DEFAULT_CUDA_THREADS} pricing=tokens`,
-            threads: DEFAULT_CUDA_THREADS,
-            batching: { pricing: 'tokens' as const },
-            runtime: onDevice,
-          },
-        ]
-      : []),
-  ];
+  }[] = half
+    ? [
+        {
+          label: `threads=${DEFAULT_CUDA_THREADS}`,
+          threads: DEFAULT_CUDA_THREADS,
+          runtime: onDevice,
+        },
+      ]
+    : [
+        ...input.cudaThreads.map((t) => ({ label: `threads=${t}`, threads: t, runtime: onDevice })),
+        {
+          label: `threads=${DEFAULT_CUDA_THREADS} pooling=host`,
+          threads: DEFAULT_CUDA_THREADS,
+          runtime: { poolingOn: 'host' },
+        },
+        ...(input.tokenPricing
+          ? [
+              {
+                label: `threads=${DEFAULT_CUDA_THREADS} pricing=tokens`,
+                threads: DEFAULT_CUDA_THREADS,
+                batching: { pricing: 'tokens' as const },
+                runtime: onDevice,
+              },
+            ]
+          : []),
+      ];
   for (const variant of variants) {
     const engine = await startEngine(
       spec.modelFolder,
@@ -159,6 +171,7 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
       variant.batching,
       [shard(variant.threads)],
       variant.runtime,
+      spec.variant,
     );
     try {
       await allAtOnce(engine, input.warmup);
@@ -175,9 +188,9 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   }
 
   const tjsTrials: Record<string, number | string> = {};
-  let tjsBest = { label: 'failed', rps: NaN };
+  let tjsBest = { label: half ? 'not run' : 'failed', rps: NaN };
   const tjsTexts = texts.slice(0, input.tjsTexts);
-  for (const batchSize of input.tjsBatchSizes) {
+  for (const batchSize of half ? [] : input.tjsBatchSizes) {
     const label = `b${batchSize}`;
     try {
       const pool = await TjsPool.start(
@@ -201,7 +214,8 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   log(`${spec.name}: transformers.js ${tjsBest.rps.toFixed(0)} rec/s (${tjsBest.label})`);
 
   // The CPU engine on all cores, as configured by default, on the same texts' first slice; its
-  // outputs are the reference the GPU's are compared with.
+  // outputs are the reference the GPU's are compared with (the folder's fp32 model.onnx, for the
+  // fp16 pass too: the difference is the one its tolerance bounds).
   const cpu = await startEngine(spec.modelFolder, spec.pipeline);
   let cpuRps: number;
   let cpuOutputs: unknown[];

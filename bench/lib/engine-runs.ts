@@ -20,9 +20,16 @@ export async function startEngine(
   batching?: BatcherOptions,
   shards?: ShardOption[],
   runtime?: RuntimeOptions,
+  variant?: 'fp16',
 ): Promise<BatchEngine> {
   return BatchEngine.start({
-    models: { model: { path: modelPath, ...(runtime !== undefined ? { runtime } : {}) } },
+    models: {
+      model: {
+        path: modelPath,
+        ...(runtime !== undefined ? { runtime } : {}),
+        ...(variant !== undefined ? { variant } : {}),
+      },
+    },
     pipelines: { bench: { ...pipeline, model: 'model' } },
     ...(batching !== undefined ? { batching } : {}),
     ...(shards !== undefined ? { shards } : {}),

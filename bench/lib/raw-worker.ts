@@ -48,12 +48,18 @@ const pooler: OrtSession | undefined =
     ? createNativeSession(
         {
           name: 'raw-pooling',
-          bytes: poolingGraph({ pooling: 'mean', normalize: true, hiddenType: 'float32' }),
+          bytes: poolingGraph({ pooling: 'mean', normalize: true, hiddenType: hiddenType() }),
         },
         nativeOptions(),
         { intraOpThreads: 1 },
       )
     : undefined;
+
+/** float16 for a model_fp16.onnx, whose hidden states the pooling graph casts first. */
+function hiddenType(): 'float32' | 'float16' {
+  const meta = (session as OrtSession).outputMetadata.find((m) => m.name === 'last_hidden_state');
+  return meta?.isTensor === true && meta.type === 'float16' ? 'float16' : 'float32';
+}
 
 function nativeOptions(): ReturnType<typeof compileRuntimeOptions> {
   const providers = (setup.executionProviders ?? ['cpu']).map((p) =>
