@@ -1,13 +1,9 @@
 // An OrtSession through our own binding: the graph's metadata read once, feeds checked against it
 // before any native call (a wrong name, dtype or shape is a typed error naming the model and the
 // tensor, never a crash), and Run over OrtValues that point at the feeds' own memory.
-import { FeedMismatchError, ModelFolderError, OrtStatusError } from '../../errors.ts';
+import { FeedMismatchError, OrtStatusError } from '../../errors.ts';
 import { sessionLoadError } from '../load-error.ts';
-import {
-  sessionDevice,
-  type CompiledRuntimeOptions,
-  type SessionDevice,
-} from '../runtime-options.ts';
+import { sessionDevice, type CompiledRuntimeOptions } from '../runtime-options.ts';
 import {
   isResident,
   runLinkedThroughHost,
@@ -25,62 +21,11 @@ import { ResidentValue } from './resident-value.ts';
 import type { Tensor } from '../tensor.ts';
 import { IoBinding, releaseValues } from './io-binding.ts';
 import { createSessionOptions } from './native-session-options.ts';
-import { OrtLibrary, readCString, type Pointer } from './ort-library.ts';
-import {
-  ONNX_TYPE_TENSOR,
-  createInputValue,
-  elementTypeName,
-  readOutputValue,
-  valueShape,
-} from './ort-value.ts';
+import { OrtLibrary, type Pointer } from './ort-library.ts';
+import { createInputValue, readOutputValue, valueShape } from './ort-value.ts';
+import { checkTensor, describe, freeNames } from './session-metadata.ts';
+import { memoryOf, threadHandlesOf, type ThreadHandles } from './thread-handles.ts';
 import type { SharedSessions } from './shared-sessions.ts';
-
-const ORT_LOGGING_LEVEL_WARNING = 2;
-const ALLOCATOR_DEVICE = 0;
-const ALLOCATOR_ARENA = 1;
-const MEM_TYPE_DEFAULT = 0;
-/** onnxruntime's name for CUDA memory (onnxruntime::CUDA in allocator.h). */
-const CUDA_MEMORY = 'Cuda';
-
-/** Per-thread handles every session of the thread uses. */
-interface ThreadHandles {
-  env: Pointer;
-  allocator: Pointer;
-  cpuMemory: Pointer;
-  /** An OrtMemoryInfo per GPU, made when a session first runs there. */
-  gpuMemory: Map<number, Pointer>;
-}
-
-let threadHandles: ThreadHandles | undefined;
-
-function handles(lib: OrtLibrary): ThreadHandles {
-  // ONNX Runtime keeps one OrtEnv per process: a second CreateEnv (another thread's, or
-  // onnxruntime-node's) returns the same one with its count raised.
-  threadHandles ??= {
-    env: lib.out('CreateEnv', ORT_LOGGING_LEVEL_WARNING, 'hugot-stream'),
-    allocator: lib.out('GetAllocatorWithDefaultOptions'),
-    cpuMemory: lib.out('CreateCpuMemoryInfo', ALLOCATOR_ARENA, MEM_TYPE_DEFAULT),
-    gpuMemory: new Map(),
-  };
-  return threadHandles;
-}
-
-/** The OrtMemoryInfo a session's outputs are bound to when they should stay where they are made. */
-function memoryOf(lib: OrtLibrary, thread: ThreadHandles, device: SessionDevice): Pointer {
-  if (device.kind === 'cpu') return thread.cpuMemory;
-  let memory = thread.gpuMemory.get(device.id);
-  if (memory === undefined) {
-    memory = lib.out(
-      'CreateMemoryInfo',
-      CUDA_MEMORY,
-      ALLOCATOR_DEVICE,
-      device.id,
-      MEM_TYPE_DEFAULT,
-    );
-    thread.gpuMemory.set(device.id, memory);
-  }
-  return memory;
-}
 
 /** A model file, or a helper graph's bytes (src/runtime/graphs/) under a name for errors. */
 export type SessionSource = string | { name: string; bytes: Uint8Array };
@@ -99,7 +44,7 @@ export function createNativeSession(
   { shared, intraOpThreads = options.intraOpThreads }: NativeSessionOptions = {},
 ): NativeSession {
   const lib = OrtLibrary.get();
-  const thread = handles(lib);
+  const thread = threadHandlesOf(lib);
   const label = typeof source === 'string' ? source : source.name;
   const place = { memory: memoryOf(lib, thread, sessionDevice(options)), options };
   const open = (): Pointer => openSession(lib, thread.env, source, options, intraOpThreads);
@@ -456,85 +401,6 @@ function residentPointer(tensor: ResidentTensor, name: string): Pointer {
       field: name,
     });
   return tensor.pointer;
-}
-
-function checkTensor(
-  meta: ValueMetadata,
-  tensor: { type: Tensor.Type; dims: readonly number[] },
-  fail: (why: string) => Error,
-): void {
-  if (!meta.isTensor) throw fail('is not a tensor input; the native binding feeds tensors only');
-  const expected = meta;
-  if (tensor.type !== expected.type)
-    throw fail(`is ${tensor.type}, the model takes ${expected.type}`);
-  if (expected.shape.length === 0) return;
-  if (tensor.dims.length !== expected.shape.length)
-    throw fail(
-      `has ${tensor.dims.length} dimensions [${tensor.dims.join(', ')}], the model takes ${expected.shape.length} [${expected.shape.join(', ')}]`,
-    );
-  expected.shape.forEach((dim, i) => {
-    if (typeof dim === 'number' && dim >= 0 && tensor.dims[i] !== dim)
-      throw fail(
-        `has dimension ${i} = ${tensor.dims[i]}, the model takes ${dim} ([${expected.shape.join(', ')}])`,
-      );
-  });
-}
-
-function describe(
-  lib: OrtLibrary,
-  session: Pointer,
-  allocator: Pointer,
-  side: 'Input' | 'Output',
-  names: Pointer[],
-): { pointer: Pointer; meta: ValueMetadata }[] {
-  const count = lib.outSize(`SessionGet${side}Count`, session);
-  const values: { pointer: Pointer; meta: ValueMetadata }[] = [];
-  for (let i = 0; i < count; i += 1) {
-    const pointer = lib.out(`SessionGet${side}Name`, session, i, allocator);
-    names.push(pointer);
-    const name = readCString(pointer);
-    const typeInfo = lib.out(`SessionGet${side}TypeInfo`, session, i);
-    try {
-      values.push({ pointer, meta: metadataOf(lib, name, typeInfo) });
-    } finally {
-      lib.fn('ReleaseTypeInfo')(typeInfo);
-    }
-  }
-  return values;
-}
-
-function metadataOf(lib: OrtLibrary, name: string, typeInfo: Pointer): ValueMetadata {
-  if (lib.outInt('GetOnnxTypeFromTypeInfo', typeInfo) !== ONNX_TYPE_TENSOR)
-    return { name, isTensor: false };
-  // Owned by typeInfo: not released on its own.
-  const info = lib.out('CastTypeInfoToTensorInfo', typeInfo);
-  const code = lib.outInt('GetTensorElementType', info);
-  const type = elementTypeName(code);
-  if (type === undefined)
-    throw new ModelFolderError(
-      `tensor '${name}' has element type ${code}, which the native binding does not handle`,
-      {
-        field: 'runtime.binding',
-      },
-    );
-  const rank = lib.outSize('GetDimensionsCount', info);
-  const dims = new BigInt64Array(rank);
-  const symbols = new BigUint64Array(rank);
-  if (rank > 0) {
-    lib.call('GetDimensions', info, dims, rank);
-    lib.call('GetSymbolicDimensions', info, symbols, rank);
-  }
-  const shape = Array.from(dims, (d, i) => {
-    if (d >= 0n) return Number(d);
-    const symbol = symbols[i] as bigint;
-    return symbol === 0n ? '' : readCString(symbol);
-  });
-  return { name, isTensor: true, type, shape };
-}
-
-function freeNames(lib: OrtLibrary, allocator: Pointer, names: Pointer[]): void {
-  const free = lib.fn('AllocatorFree');
-  for (const name of names.splice(0)) free(allocator, name);
 }
 
 function releaseHandle(lib: OrtLibrary, handle: Pointer, share: Share | undefined): void {
