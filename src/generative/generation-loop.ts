@@ -49,8 +49,9 @@ export class GenerationLoop implements StepLoop {
   private readonly decodeText: (ids: readonly number[]) => Promise<string>;
   /**
    * Decode groups keep their cache where the session made it between steps (runtime.kvOn), and
-   * rows join and leave by graphs on the same device (ResidentRows). Prefills stay on the host,
-   * where the prefix cache reads them.
+   * rows join and leave by graphs on the same device (ResidentRows). Prefills leave their cache
+   * there too, so that a joining row's is already on the device; the prefix cache copies what it
+   * stores to the host.
    */
   private readonly resident: boolean;
   /** The row moves of a resident cache, on its device. */
@@ -140,13 +141,18 @@ export class GenerationLoop implements StepLoop {
     for (const { seq, length } of plan.prefill) {
       try {
         const ids = seq.promptIds.slice(seq.prefilled, seq.prefilled + length);
+        const before = seq.kv;
         const step = await runStep(
           this.pipeline.model.session,
           this.pipeline.layout,
-          seq.kv ?? emptyKvState(this.pipeline.layout, 1),
+          before ?? emptyKvState(this.pipeline.layout, 1),
           { ids: [ids] },
+          { resident: this.resident },
         );
         seq.kv = step.state;
+        // An earlier chunk's resident cache was this run's past; a prefix-cache hit is the
+        // cache's own host blocks, which releaseResident leaves alone.
+        if (before !== undefined) releaseResident([before], [step.state]);
         seq.prefilled += ids.length;
         this.pipeline.prefixCache?.store(seq.promptIds, seq.kv);
         if (seq.prefilled < seq.promptLength) continue;
@@ -256,6 +262,8 @@ export class GenerationLoop implements StepLoop {
   private release(seq: Sequence): void {
     this.scheduler.remove(seq);
     this.byId.delete(seq.id);
+    // A prefill's cache left resident by a sequence that ended before joining a decode group.
+    if (seq.kv !== undefined) releaseResident([seq.kv]);
     seq.kv = undefined;
   }
 
@@ -305,6 +313,11 @@ export class GenerationLoop implements StepLoop {
     const groups: DecodeGroup<Sequence>[] = [];
     for (const { rows, refs } of plans) groups.push({ rows, state: await this.assemble(refs) });
     this.groups = groups;
+    // The joiners' prefill caches were copied into the groups' (or onto a shared prefix).
+    releaseResident(
+      joining.flatMap((seq) => (seq.kv === undefined ? [] : [seq.kv])),
+      groups.map((group) => group.state),
+    );
     for (const seq of joining) seq.kv = undefined;
   }
 

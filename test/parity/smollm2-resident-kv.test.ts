@@ -48,6 +48,13 @@ describe(
         const released = new Set<ResidentTensor>();
         let fedResident = 0;
         const runResident = session.runResident?.bind(session);
+        // Runs that bring their whole outputs to the host: neither prefills nor decodes should.
+        let hostRuns = 0;
+        const run = session.run.bind(session);
+        session.run = (feeds, fetches) => {
+          hostRuns += 1;
+          return run(feeds, fetches);
+        };
         if (runResident !== undefined)
           session.runResident = async (run: ResidentRun) => {
             if (Object.values(run.feeds).some((feed) => made.includes(feed as ResidentTensor)))
@@ -107,7 +114,10 @@ describe(
           const after = residentStats();
           expect(after.hostCopies - before.hostCopies).toBe(0);
           expect(after.live).toBe(before.live);
+          // Prefills left their caches on the device too: a joining row's was already there.
+          expect(hostRuns).toBe(0);
         } finally {
+          session.run = run;
           if (runResident !== undefined) session.runResident = runResident;
         }
       },
