@@ -20,7 +20,7 @@ import {
   runStep,
   type KvState,
 } from '../pipelines/generation/kv-cache.ts';
-import { kvOnDevice } from '../runtime/runtime-options.ts';
+import { kvOnDevice, prefillsOnDevice } from '../runtime/runtime-options.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import {
@@ -49,13 +49,13 @@ export class GenerationLoop implements StepLoop {
   private readonly decodeText: (ids: readonly number[]) => Promise<string>;
   /**
    * Decode groups keep their cache where the session made it between steps (runtime.kvOn), and
-   * rows join and leave by graphs on the same device (ResidentRows). Prefills leave their cache
-   * there too, so that a joining row's is already on the device; the prefix cache copies what it
-   * stores to the host.
+   * rows join and leave by graphs on the same device (ResidentRows).
    */
   private readonly resident: boolean;
   /** The row moves of a resident cache, on its device. */
   private readonly residentRows: ResidentRows | undefined;
+  /** Prefills leave their cache resident too (prefillsOnDevice); else they copy it to the host. */
+  private readonly residentPrefills: boolean;
 
   constructor(pipeline: TextGenerationPipeline, limits: SchedulerLimits, now = Date.now) {
     this.pipeline = pipeline;
@@ -63,6 +63,7 @@ export class GenerationLoop implements StepLoop {
       kvOnDevice(pipeline.model.runtime) &&
       !pipeline.layout.appending &&
       pipeline.model.session.runResident !== undefined;
+    this.residentPrefills = this.resident && prefillsOnDevice(pipeline.model.runtime);
     this.residentRows = this.resident
       ? new ResidentRows(pipeline.model, pipeline.layout)
       : undefined;
@@ -147,7 +148,7 @@ export class GenerationLoop implements StepLoop {
           this.pipeline.layout,
           before ?? emptyKvState(this.pipeline.layout, 1),
           { ids: [ids] },
-          { resident: this.resident },
+          { resident: this.residentPrefills },
         );
         seq.kv = step.state;
         // An earlier chunk's resident cache was this run's past; a prefix-cache hit is the

@@ -72,7 +72,10 @@ export const runtimeOptionsSchema = z
      * is 'device' with the native binding, on a GPU and on CPU alike (on CPU the engine made 1.31
      * and 1.37x the tokens/s of 'host': bench/results/cpu-2026-12-03/generate-kv-*.jsonl), and
      * 'host' on onnxruntime-node, which has no resident values. Exports that return only the
-     * step's columns (model_appending.onnx) keep theirs on the host either way.
+     * step's columns (model_appending.onnx) keep theirs on the host either way. Prompts' prefill
+     * runs keep theirs on the device too on a GPU, or when 'device' is named: on CPU 'auto' leaves
+     * prefills on the host, where resident ones made the engine no faster
+     * (bench/results/cpu-2026-12-03/generate-kv-prefill-*.jsonl).
      */
     kvOn: z.enum(['auto', 'device', 'host']).default('auto'),
   })
@@ -125,6 +128,13 @@ export function poolsOnDevice(options: CompiledRuntimeOptions): boolean {
 /** Whether the generative engine keeps its decode cache resident (see the `kvOn` option). */
 export function kvOnDevice(options: CompiledRuntimeOptions): boolean {
   return options.binding === 'native' && options.kvOn !== 'host';
+}
+
+/** Whether the engine's prefill runs leave their cache resident as well (see the `kvOn` option). */
+export function prefillsOnDevice(options: CompiledRuntimeOptions): boolean {
+  return (
+    kvOnDevice(options) && (options.kvOn === 'device' || sessionDevice(options).kind !== 'cpu')
+  );
 }
 
 /** A stable key so that pipelines asking for the same file with the same options share a session. */

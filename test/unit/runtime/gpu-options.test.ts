@@ -1,6 +1,7 @@
 // The GPU options: cuda shards and their thread default, the batcher's defaults by device,
 // 'characters' pricing that never touches the main-thread tokenizer, the generative engine's device,
-// and the refusal to start a CUDA session when the provider library was not installed.
+// the refusal to start a CUDA session when the provider library was not installed, and where the
+// device paths (pooling, the decode cache, prefills) run by default.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -12,6 +13,12 @@ import { estimateTokens, inputCost } from '../../../src/engine/input-cost.ts';
 import { ConfigError, ProviderUnavailableError } from '../../../src/errors.ts';
 import { GenerativeEngine } from '../../../src/generative/generative-engine.ts';
 import type { TextTokenizer } from '../../../src/pipelines/runtime/text-tokenizer.ts';
+import {
+  compileRuntimeOptions,
+  kvOnDevice,
+  poolsOnDevice,
+  prefillsOnDevice,
+} from '../../../src/runtime/runtime-options.ts';
 import {
   compileShard,
   DEFAULT_CUDA_THREADS,
@@ -255,5 +262,42 @@ connections: { kafka: { brokers: [b:9092] } }
     const err = configError(() => parseConfigText(config('{ device: tpu }'), {}));
     expect(err.field).toBe('pipelines.write.generative.device');
     expect(err.message).toMatch(/cuda:<device id>/);
+  });
+});
+
+describe('where device paths run by default', () => {
+  const cuda = { executionProviders: [{ name: 'cuda' as const, deviceId: 0 }] };
+  const on = (options: Parameters<typeof compileRuntimeOptions>[0]) => {
+    const compiled = compileRuntimeOptions(options);
+    return {
+      pooling: poolsOnDevice(compiled),
+      kv: kvOnDevice(compiled),
+      prefills: prefillsOnDevice(compiled),
+    };
+  };
+
+  it('auto: everything on a native GPU session; on CPU the decode cache only', () => {
+    expect(on({ binding: 'native', ...cuda })).toEqual({ pooling: true, kv: true, prefills: true });
+    expect(on({ binding: 'native' })).toEqual({ pooling: false, kv: true, prefills: false });
+  });
+
+  it("'device' named on CPU takes the device path everywhere it is asked for (the CPU twins)", () => {
+    expect(on({ binding: 'native', poolingOn: 'device', kvOn: 'device' })).toEqual({
+      pooling: true,
+      kv: true,
+      prefills: true,
+    });
+  });
+
+  it("'host', and onnxruntime-node's sessions, keep the cache on the host", () => {
+    expect(on({ binding: 'native', ...cuda, kvOn: 'host' })).toMatchObject({
+      kv: false,
+      prefills: false,
+    });
+    expect(on({ binding: 'onnxruntime-node', ...cuda })).toEqual({
+      pooling: false,
+      kv: false,
+      prefills: false,
+    });
   });
 });
