@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
+const LOG_TAIL_CHARS = 1_000_000;
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -32,8 +33,11 @@ export function startWorkerProcess(config: Record<string, unknown>): WorkerProce
     },
   );
   let log = '';
+  // The tail a test reads. Generous: a Kafka client's reconnect errors are logged with their
+  // whole cause chains (~10 kB a line), and a worker that lost its broker logs one every retry
+  // while it drains, which pushed the line a test looks for out of a 20 kB tail.
   const keep = (chunk: Buffer): void => {
-    log = (log + chunk.toString()).slice(-20_000);
+    log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
