@@ -99,11 +99,13 @@ describe('hub models at start-up', () => {
     const config = parseConfigText(configText(`{ hub: ${REPO}, revision: v1, variant: fp16 }`), {});
     const served = hub.requests.length;
     const offline = { ...settings, offline: true };
+    // Started one at a time: a second promise made up front could reject while the first is
+    // awaited, before anything handles it (an unhandled rejection in CI at d541d72).
     for (const attempt of [
-      settleHubModels(config, { settings: offline, logger: silentLogger }),
-      describeHubModels(config, offline),
+      () => settleHubModels(config, { settings: offline, logger: silentLogger }),
+      () => describeHubModels(config, offline),
     ]) {
-      const err: unknown = await attempt.then(
+      const err: unknown = await attempt().then(
         () => undefined,
         (e: unknown) => e,
       );
