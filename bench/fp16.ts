@@ -6,14 +6,17 @@
 // the worst cosine and the largest component difference, printed beside FP16_TOLERANCE.
 // records/s are CPU figures and say nothing of a GPU (ONNX Runtime's CPU float16 kernels are few
 // and unvectorized); the device bench times fp16 on CUDA. BENCH_FP16_BATCH (16).
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FeatureExtractionPipeline } from '../src/pipelines/text/feature-extraction.ts';
 import { ModelStore, type ModelSpec } from '../src/pipelines/runtime/model-store.ts';
 import { FP16_TOLERANCE } from '../src/runtime/half-float.ts';
 import type { Binding } from '../src/runtime/runtime-options.ts';
-import { readMiniLmReferences } from '../test/parity/real-weight-references.ts';
+import {
+  agreement,
+  corpusTextsOf,
+  readMiniLmReferences,
+} from '../test/parity/real-weight-references.ts';
 import { CORPUS_FILE } from './lib/corpus.ts';
 import { writeResultLine } from './lib/run-record.ts';
 import { round } from './lib/stats.ts';
@@ -22,39 +25,17 @@ const FOLDER = join('.cache', 'models', 'all-MiniLM-L6-v2');
 const BATCH = Number(process.env['BENCH_FP16_BATCH'] ?? 16);
 
 const { corpusIds, embeddings: references } = readMiniLmReferences();
-const byId = new Map<string, string>();
-for (const line of readFileSync(CORPUS_FILE, 'utf8').split('\n')) {
-  if (line === '') continue;
-  const record = JSON.parse(line) as { id: string; text: string };
-  byId.set(record.id, record.text);
-}
-const texts = corpusIds.map((id) => {
-  const text = byId.get(id);
-  if (text === undefined) throw new Error(`${id} is not in ${CORPUS_FILE}`);
-  return text;
-});
+const texts = corpusTextsOf(corpusIds, CORPUS_FILE);
+const absent = corpusIds.filter((_, i) => texts[i] === '');
+if (absent.length > 0) throw new Error(`${absent.join(', ')} not in ${CORPUS_FILE}`);
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += (a[i] ?? 0) * (b[i] ?? 0);
-    na += (a[i] ?? 0) ** 2;
-    nb += (b[i] ?? 0) ** 2;
-  }
-  return dot / Math.sqrt(na * nb);
-}
-
-function agreement(
+/** agreement() rounded for the JSON line. */
+function measured(
   got: readonly Float32Array[],
   want: readonly ArrayLike<number>[],
 ): { worst_cosine: number; max_abs: number } {
-  let [worst, maxAbs] = [1, 0];
-  got.forEach((row, i) => {
-    const other = want[i] ?? [];
-    worst = Math.min(worst, cosine(row, other));
-    row.forEach((v, h) => (maxAbs = Math.max(maxAbs, Math.abs(v - (other[h] ?? NaN)))));
-  });
-  return { worst_cosine: round(worst, 8), max_abs: Number(maxAbs.toPrecision(3)) };
+  const { cosine, maxAbs } = agreement(got, want);
+  return { worst_cosine: round(cosine, 8), max_abs: Number(maxAbs.toPrecision(3)) };
 }
 
 const store = new ModelStore();
@@ -75,14 +56,14 @@ for (const binding of ['native', 'onnxruntime-node'] as Binding[])
     const runtime = { binding, poolingOn };
     const full = await embed({ path: FOLDER, onnxFile: 'model.onnx', runtime });
     const half = await embed({ path: FOLDER, variant: 'fp16', runtime });
-    const vsTorch = agreement(half.vectors, references);
-    const vsFp32 = agreement(half.vectors, full.vectors);
+    const vsTorch = measured(half.vectors, references);
+    const vsFp32 = measured(half.vectors, full.vectors);
     const within =
       vsTorch.worst_cosine >= FP16_TOLERANCE.cosine && vsTorch.max_abs <= FP16_TOLERANCE.maxAbs;
     withinTolerance &&= within;
     results[`${binding} pooling=${poolingOn}`] = {
       fp16_vs_torch: vsTorch,
-      fp32_vs_torch: agreement(full.vectors, references),
+      fp32_vs_torch: measured(full.vectors, references),
       fp16_vs_fp32: vsFp32,
       within_tolerance: within,
       cpu_rps: { fp32: round(full.rps, 1), fp16: round(half.rps, 1) },

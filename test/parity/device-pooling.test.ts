@@ -13,7 +13,7 @@ import {
 } from '../../src/pipelines/text/feature-extraction.ts';
 import { ModelStore, type ModelSpec } from '../../src/pipelines/runtime/model-store.ts';
 import { missingWeights, whenFetched } from './fetched-models.ts';
-import { readMiniLmReferences } from './real-weight-references.ts';
+import { corpusTextsOf, cosine, readMiniLmReferences } from './real-weight-references.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const INT8 = join(ROOT, 'models', 'all-MiniLM-L6-v2-int8');
@@ -52,16 +52,6 @@ function maxAbsDiff(a: readonly Float32Array[], b: readonly ArrayLike<number>[])
   return worst;
 }
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += (a[i] ?? 0) * (b[i] ?? 0);
-    na += (a[i] ?? 0) ** 2;
-    nb += (b[i] ?? 0) ** 2;
-  }
-  return dot / Math.sqrt(na * nb);
-}
-
 describe('pooling on the encoder device', () => {
   const cases: [string, FeatureExtractionOptions][] = [
     ["the folder's sentence-transformers defaults (mean, normalized)", {}],
@@ -98,13 +88,7 @@ describe('pooling on the encoder device', () => {
     async () => {
       if (!fetched) throw missingWeights('all-MiniLM-L6-v2 fp32 (or the corpus)');
       const { corpusIds, embeddings } = readMiniLmReferences();
-      const byId = new Map<string, string>();
-      for (const line of readFileSync(CORPUS, 'utf8').split('\n')) {
-        if (line === '') continue;
-        const record = JSON.parse(line) as { id: string; text: string };
-        byId.set(record.id, record.text);
-      }
-      const texts = corpusIds.map((id) => byId.get(id) ?? '');
+      const texts = corpusTextsOf(corpusIds, CORPUS);
       expect(texts.filter((t) => t === '')).toEqual([]);
       const spec = { path: FP32, onnxFile: 'model.onnx' };
       const device = await embed({ ...spec, runtime: { poolingOn: 'device' } }, {}, texts);

@@ -12,7 +12,7 @@
 // hidden states drift by up to ~1e-2, which pooling over the tokens averages down). Every fifth
 // reference text is checked (ham, hard ham and spam alike): ONNX Runtime's CPU float16 kernels
 // are slow, and the other four fifths add time, not cases.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import {
@@ -21,7 +21,7 @@ import {
 } from '../../src/pipelines/text/feature-extraction.ts';
 import { ModelStore, type ModelSpec } from '../../src/pipelines/runtime/model-store.ts';
 import { missingWeights, whenFetched } from './fetched-models.ts';
-import { readMiniLmReferences } from './real-weight-references.ts';
+import { agreement, corpusTextsOf, readMiniLmReferences } from './real-weight-references.ts';
 import { FP16_TOLERANCE } from '../../src/runtime/half-float.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -39,19 +39,9 @@ function references(): { texts: string[]; embeddings: ArrayLike<number>[] } {
   const { corpusIds, embeddings } = readMiniLmReferences();
   const every = (_: unknown, i: number): boolean => i % 5 === 0;
   return {
-    texts: referenceTexts(corpusIds).filter(every),
+    texts: corpusTextsOf(corpusIds, CORPUS).filter(every),
     embeddings: embeddings.filter(every),
   };
-}
-
-function referenceTexts(corpusIds: readonly string[]): string[] {
-  const byId = new Map<string, string>();
-  for (const line of readFileSync(CORPUS, 'utf8').split('\n')) {
-    if (line === '') continue;
-    const record = JSON.parse(line) as { id: string; text: string };
-    byId.set(record.id, record.text);
-  }
-  return corpusIds.map((id) => byId.get(id) ?? '');
 }
 
 async function embed(
@@ -64,29 +54,6 @@ async function embed(
   for (let start = 0; start < texts.length; start += 16)
     out.push(...((await pipeline.run(texts.slice(start, start + 16))) as Float32Array[]));
   return out;
-}
-
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += (a[i] ?? 0) * (b[i] ?? 0);
-    na += (a[i] ?? 0) ** 2;
-    nb += (b[i] ?? 0) ** 2;
-  }
-  return dot / Math.sqrt(na * nb);
-}
-
-function agreement(
-  got: readonly Float32Array[],
-  want: readonly ArrayLike<number>[],
-): { cosine: number; maxAbs: number } {
-  let [worstCosine, maxAbs] = [1, 0];
-  got.forEach((row, i) => {
-    const other = want[i] ?? [];
-    worstCosine = Math.min(worstCosine, cosine(row, other));
-    row.forEach((v, h) => (maxAbs = Math.max(maxAbs, Math.abs(v - (other[h] ?? NaN)))));
-  });
-  return { cosine: worstCosine, maxAbs };
 }
 
 describe('fp16 MiniLM (model_fp16.onnx) against fp32', () => {

@@ -41,6 +41,42 @@ export function decodeFloat32Rows(stored: Float32Base64): Float32Array[] {
   );
 }
 
+/** The corpus texts of `ids`, in order; '' for an id the corpus file lacks (callers check). */
+export function corpusTextsOf(ids: readonly string[], corpusFile: string): string[] {
+  const byId = new Map<string, string>();
+  for (const line of readFileSync(corpusFile, 'utf8').split('\n')) {
+    if (line === '') continue;
+    const record = JSON.parse(line) as { id: string; text: string };
+    byId.set(record.id, record.text);
+  }
+  return ids.map((id) => byId.get(id) ?? '');
+}
+
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let [dot, na, nb] = [0, 0, 0];
+  for (let i = 0; i < a.length; i += 1) {
+    dot += (a[i] ?? 0) * (b[i] ?? 0);
+    na += (a[i] ?? 0) ** 2;
+    nb += (b[i] ?? 0) ** 2;
+  }
+  return dot / Math.sqrt(na * nb);
+}
+
+/** Row by row: the worst cosine and the largest component difference between two embeddings sets. */
+export function agreement(
+  got: readonly ArrayLike<number>[],
+  want: readonly ArrayLike<number>[],
+): { cosine: number; maxAbs: number } {
+  let [worst, maxAbs] = [1, 0];
+  got.forEach((row, i) => {
+    const other = want[i] ?? [];
+    worst = Math.min(worst, cosine(row, other));
+    for (let h = 0; h < row.length; h += 1)
+      maxAbs = Math.max(maxAbs, Math.abs((row[h] ?? NaN) - (other[h] ?? NaN)));
+  });
+  return { cosine: worst, maxAbs };
+}
+
 export function readMiniLmReferences(): MiniLmReferences {
   const file = JSON.parse(
     readFileSync(join(REAL_WEIGHTS, 'all-MiniLM-L6-v2', 'references.json'), 'utf8'),
