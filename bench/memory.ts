@@ -12,7 +12,11 @@
 // passes alternate the order, and each figure is the median of the passes (every pass's figures
 // are in the report's `passes`).
 // A child loads only its own contender's modules (the engine's for ours), so that a raw child's
-// peak is ONNX Runtime's, the tokenizer's and Node's alone.
+// peak is ONNX Runtime's, the tokenizer's and Node's alone. Children run with Node's compile
+// cache (.cache/bench/compile-cache, filled by one unmeasured child per contender before the
+// passes), as a worker started by bin/hugot-stream.js does: no isolate of any contender then loads
+// Node's TypeScript stripper (src/shards/compile-cache.ts). The `_stripping` layouts turn it off,
+// which is how every layout ran before 2026-12-03.
 // Options: --models DIR,... (fp32 and int8 MiniLM, the DistilBERT classifier), --texts N (128),
 // --rounds N (2 timed rounds per child, after one warm round), --passes N (2), --layouts A,B
 // (a subset, by name). Internal: --child JSON runs one layout.
@@ -49,6 +53,8 @@ interface Layout {
   runtime?: RuntimeOptions;
   /** Run on the external-data copy of the model folder. */
   externalData?: boolean;
+  /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
+  compileCache?: boolean;
 }
 
 interface ChildJob {
@@ -73,6 +79,8 @@ interface ChildResult {
   recordsPerSecond: number;
   /** User + system CPU seconds of the whole process per record, over the timed rounds. */
   cpuSecondsPerRecord: number;
+  /** Milliseconds from the child's first engine (or raw pool) import to every session loaded. */
+  loadMs: number;
 }
 
 const { values } = parseArgs({
@@ -88,6 +96,11 @@ const { values } = parseArgs({
     child: { type: 'string' },
   },
 });
+const cachedEnv = {
+  ...withoutCacheSwitch(process.env),
+  NODE_COMPILE_CACHE: resolve('.cache', 'bench', 'compile-cache'),
+};
+const strippingEnv = { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' };
 
 if (values.child !== undefined) {
   const result = await runChild(JSON.parse(values.child) as ChildJob);
@@ -135,9 +148,24 @@ const allLayouts: Layout[] = [
     intraOpThreads: 1,
     externalData: true,
   },
+  {
+    name: 'default_stripping',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    compileCache: false,
+  },
   { name: 'raw', contender: 'raw', workers: cores, intraOpThreads: 1 },
   { name: `raw_one_worker_x${cores}`, contender: 'raw', workers: 1, intraOpThreads: cores },
   { name: 'raw_shared', contender: 'raw', sessions: 'shared', workers: cores, intraOpThreads: 1 },
+  {
+    name: 'raw_shared_stripping',
+    contender: 'raw',
+    sessions: 'shared',
+    workers: cores,
+    intraOpThreads: 1,
+    compileCache: false,
+  },
   {
     name: `raw_shared_one_worker_x${cores}`,
     contender: 'raw',
@@ -160,12 +188,21 @@ const staged = new Map<string, string>();
 for (const model of models) staged.set(model, await stageExternalData(model));
 /** Every pass's figure per model and layout; the report takes the median of the passes. */
 type Runs = Record<string, Record<string, number[]>>;
+// One child per kind of contender fills the cache with the modules its kind loads.
+const primed = new Set<string>();
+for (const layout of layouts) {
+  const kind = `${layout.contender}:${layout.runtime?.binding ?? 'native'}`;
+  if (layout.compileCache === false || primed.has(kind)) continue;
+  primed.add(kind);
+  runInChild({ layout, model: models[0] ?? '', textsFile, rounds: 0 });
+}
 const runs = {
   loaded: {} as Runs,
   loadPeak: {} as Runs,
   peak: {} as Runs,
   pss: {} as Runs,
   speed: {} as Runs,
+  loadMs: {} as Runs,
   cpu: {} as Runs,
 };
 const record = (into: Runs, label: string, layout: string, value: number): void => {
@@ -189,11 +226,13 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
       record(runs.speed, label, layout.name, result.recordsPerSecond);
       record(runs.cpu, label, layout.name, result.cpuSecondsPerRecord);
       record(runs.loadPeak, label, layout.name, result.loadPeakMiB);
+      record(runs.loadMs, label, layout.name, result.loadMs);
       process.stderr.write(
         `pass ${pass + 1} ${label} ${layout.name}: ${result.loadedMiB} MiB loaded ` +
           `(${result.loadPeakMiB} MiB peak while loading), ` +
           `${result.peakMiB} MiB peak, ${result.endPssMiB} MiB PSS at the end, ` +
-          `${result.recordsPerSecond} records/s, ${result.cpuSecondsPerRecord} CPU s/record\n`,
+          `${result.recordsPerSecond} records/s, ${result.cpuSecondsPerRecord} CPU s/record, ` +
+          `loaded in ${result.loadMs} ms\n`,
       );
     }
   }
@@ -207,6 +246,7 @@ const medians = (of: Runs): Record<string, Record<string, number>> =>
   );
 const loaded = medians(runs.loaded);
 const loadPeak = medians(runs.loadPeak);
+const loadMs = medians(runs.loadMs);
 const peak = medians(runs.peak);
 const pss = medians(runs.pss);
 const speed = medians(runs.speed);
@@ -277,11 +317,18 @@ writeResultLine({
   cpu_s_per_record: cpu,
   loaded_mib: loaded,
   load_peak_mib: loadPeak,
+  load_ms: loadMs,
   end_pss_mib: pss,
   passes: Number(values.passes),
   peak_mib_per_pass: runs.peak,
   cpu_s_per_record_per_pass: runs.cpu,
 });
+
+function withoutCacheSwitch(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const rest = { ...env };
+  delete rest.NODE_DISABLE_COMPILE_CACHE;
+  return rest;
+}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -326,7 +373,12 @@ function runInChild(job: ChildJob): ChildResult {
   const stdout = execFileSync(
     process.execPath,
     [fileURLToPath(import.meta.url), '--child', JSON.stringify(job)],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      maxBuffer: 1 << 20,
+      env: job.layout.compileCache === false ? strippingEnv : cachedEnv,
+    },
   );
   const last = stdout.trim().split('\n').at(-1) ?? '{}';
   return JSON.parse(last) as ChildResult;
@@ -376,9 +428,11 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
   let loadedMiB = 0;
   let loadPeakMiB = 0;
   let endPssMiB = 0;
+  let loadMs = 0;
   let cpuSeconds = Infinity;
   if (layout.contender === 'ours') {
     // Loaded here, not at the top: a raw child must not carry the engine's modules in its peak.
+    const loadStarted = performance.now();
     const { allAtOnce, startEngine } = await import('./lib/engine-runs.ts');
     const engine = await startEngine(
       job.model,
@@ -387,6 +441,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       [{ device: 'cpu', threads: layout.workers, intraOpThreads: layout.intraOpThreads }],
       layout.runtime,
     );
+    loadMs = Math.round(performance.now() - loadStarted);
     loadedMiB = residentMiB();
     loadPeakMiB = peakResidentMiB();
     try {
@@ -401,6 +456,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       await engine.close();
     }
   } else {
+    const loadStarted = performance.now();
     const onnxPath = join(job.model, 'model.onnx');
     const tokenizer = await TextTokenizer.load(job.model);
     const encoded = await tokenizer.encode(texts, {
@@ -422,6 +478,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       undefined,
       layout.sessions ?? 'per-thread',
     );
+    loadMs = Math.round(performance.now() - loadStarted);
     loadedMiB = residentMiB();
     loadPeakMiB = peakResidentMiB();
     try {
@@ -442,6 +499,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
     loadedMiB,
     loadPeakMiB,
     peakMiB: peakResidentMiB(),
+    loadMs,
     endPssMiB,
     recordsPerSecond: round(best, 1),
     cpuSecondsPerRecord: Number((cpuSeconds / texts.length).toPrecision(4)),

@@ -55,6 +55,7 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 # package.json carries "type": "module", which Node needs to run src/**/*.ts as ES modules.
 COPY package.json ./
+COPY bin ./bin
 COPY src ./src
 COPY config ./config
 COPY models ./models
@@ -75,6 +76,6 @@ EXPOSE 9464
 # reconnects and while draining. Node's fetch: the base image has no curl.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.HUGOT__telemetry__port || 9464) + '/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "src/cli/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/hugot-stream.js"]
 # The demo on the first GPU: config/demo.yaml with `shards: ['cuda:0']`.
 CMD ["run", "--config", "config/demo-cuda.yaml"]

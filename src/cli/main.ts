@@ -126,7 +126,8 @@ export function exitCodeFor(thrown: unknown): number {
   return USAGE_EXIT_CODE;
 }
 
-async function main(argv: readonly string[]): Promise<void> {
+/** Runs the command line on `argv` (process.argv: node, the script, then the arguments). */
+export async function main(argv: readonly string[]): Promise<void> {
   const cli = buildCli(
     (text) => process.stdout.write(text),
     (text) => process.stderr.write(text),

@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
+import { compileCacheEnv } from '../shards/compile-cache.ts';
 import type { Logger } from '../logger.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import type { GenerationStream } from './generation-stream.ts';
@@ -53,6 +54,7 @@ export class GenerationThread {
     this.worker = new Worker(options.workerFile ?? GENERATION_WORKER, {
       workerData: options.setup,
       name: `generation-${index}`,
+      env: compileCacheEnv(),
     });
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on('message', (message: FromWorker) => {

@@ -1,6 +1,7 @@
 // The body of a generation thread: it loads the model once and runs the step loop for as long as
 // there is work, reading submits and cancels between steps. ONNX Runtime blocks the thread during
 // a step, which is why this is never the main thread; messages wait at most one step.
+import { flushCompileCache } from 'node:module';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../errors.ts';
@@ -92,6 +93,8 @@ try {
   });
   const model = await store.load(setup.model);
   loop = await createLoop(model, setup);
+  // Every module this thread needs is loaded: written now, the next thread finds it compiled.
+  flushCompileCache();
   post({ kind: 'ready' });
   for (const message of early.splice(0)) handle(loop, message);
   await run(loop);

@@ -1,5 +1,6 @@
 // The body of every inference thread: it loads its shard's models and pipelines once, then runs
 // whole batches. ONNX Runtime blocks the thread it runs on, which is why this is not the main one.
+import { flushCompileCache } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { threadId, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
@@ -18,6 +19,9 @@ function load(): Promise<Hugot> {
     for (const [alias, spec] of Object.entries(setup.models)) hugot.registerModel(alias, spec);
     for (const [alias, definition] of Object.entries(setup.pipelines))
       await hugot.registerPipeline(alias, definition);
+    // Every module this thread needs is loaded: written now (not when the thread ends, which a
+    // terminated thread may never do), the next thread finds it in the compile cache.
+    flushCompileCache();
     return hugot;
   })();
   // A failed load is retried by the next request instead of failing every request forever.

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { compileCacheEnv } from './compile-cache.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import { releaseSharedSessions } from '../runtime/native/release-shared.ts';
 import { SharedSessions } from '../runtime/native/shared-sessions.ts';
@@ -73,6 +74,7 @@ export class Shard {
       // little on every batch.
       recordTiming: false,
       resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      env: compileCacheEnv(),
       // close() must wait out a running batch however long it takes: piscina destroys the
       // threads at this timeout, and a thread terminated inside session.run aborts the whole
       // process natively ("terminate called after throwing an instance of 'Napi::Error'").

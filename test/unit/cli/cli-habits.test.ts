@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +20,12 @@ async function cli(...args: string[]): Promise<Ran> {
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (err: { code: number; stdout: string; stderr: string }) => err,
   );
+}
+
+function withoutCacheSwitch(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const rest = { ...env };
+  delete rest.NODE_DISABLE_COMPILE_CACHE;
+  return rest;
 }
 
 describe('the command line', () => {
@@ -60,9 +67,31 @@ describe('the command line', () => {
   });
 
   it('is committed executable, so npx does not change its mode in the checkout', async () => {
-    const { stdout } = await promisify(execFile)('git', ['ls-files', '-s', 'src/cli/main.ts'], {
-      cwd: ROOT,
-    });
-    expect(stdout.split(' ')[0]).toBe('100755');
+    for (const file of ['src/cli/main.ts', 'bin/hugot-stream.js']) {
+      const { stdout } = await promisify(execFile)('git', ['ls-files', '-s', file], { cwd: ROOT });
+      expect(stdout.split(' ')[0], file).toBe('100755');
+    }
+  });
+
+  it('is installed as bin/hugot-stream.js, which runs the same commands through the compile cache', async () => {
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+    };
+    expect(pkg.bin['hugot-stream']).toBe('./bin/hugot-stream.js');
+    const cache = await mkdtemp(join(tmpdir(), 'hugot-compile-cache-'));
+    try {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['bin/hugot-stream.js', '--version'],
+        { cwd: ROOT, env: { ...withoutCacheSwitch(process.env), NODE_COMPILE_CACHE: cache } },
+      );
+      expect(stdout.trim()).toBe(packageVersion());
+      // Node writes one folder per Node version, holding the entries of the modules it compiled.
+      const [versionFolder] = await readdir(cache);
+      expect(versionFolder).toMatch(/^v\d+/);
+      expect((await readdir(join(cache, versionFolder ?? ''))).length).toBeGreaterThan(0);
+    } finally {
+      await rm(cache, { recursive: true, force: true });
+    }
   });
 });

@@ -240,6 +240,7 @@ describe('.dockerignore as read here', () => {
     expect(ignored(rules, 'test/fixtures/corpus/sample.jsonl')).toBe(false);
     expect(ignored(rules, 'models/all-MiniLM-L6-v2-int8/model.onnx')).toBe(false);
     expect(ignored(rules, 'src/cli/main.ts')).toBe(false);
+    expect(ignored(rules, 'bin/hugot-stream.js')).toBe(false);
   });
 });
 

@@ -22,6 +22,11 @@ function shard(threads = 2, logger: Logger = silentLogger): Shard {
   return created;
 }
 
+function restore(name: string, value: string | undefined): void {
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+}
+
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'hugot-shard-'));
 });
@@ -33,6 +38,27 @@ afterAll(async () => {
 });
 
 describe('shard of real worker threads', () => {
+  it("starts its threads with Node's compile cache on, unless NODE_DISABLE_COMPILE_CACHE says not", async () => {
+    const saved = {
+      on: process.env.NODE_COMPILE_CACHE,
+      off: process.env.NODE_DISABLE_COMPILE_CACHE,
+    };
+    const cache = join(scratch, 'compile-cache');
+    try {
+      process.env.NODE_COMPILE_CACHE = cache;
+      delete process.env.NODE_DISABLE_COMPILE_CACHE;
+      const on = shard(1);
+      const [dir] = (await on.run('script', ['compile-cache'])).outputs as string[];
+      expect(dir?.startsWith(cache)).toBe(true);
+      process.env.NODE_DISABLE_COMPILE_CACHE = '1';
+      const off = shard(1);
+      expect((await off.run('script', ['compile-cache'])).outputs).toEqual(['off']);
+    } finally {
+      restore('NODE_COMPILE_CACHE', saved.on);
+      restore('NODE_DISABLE_COMPILE_CACHE', saved.off);
+    }
+  });
+
   it('runs batches and hands each thread its next batch while it runs one', async () => {
     const s = shard(2);
     await s.warmup();
