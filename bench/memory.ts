@@ -53,6 +53,8 @@ interface Layout {
   runtime?: RuntimeOptions;
   /** Run on the external-data copy of the model folder. */
   externalData?: boolean;
+  /** Runs each thread keeps going at once on libuv's pool (shared native sessions; default 1). */
+  runsPerThread?: number;
   /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
   compileCache?: boolean;
 }
@@ -142,6 +144,13 @@ const allLayouts: Layout[] = [
   },
   { name: `one_worker_x${cores}`, contender: 'ours', workers: 1, intraOpThreads: cores },
   {
+    name: `one_worker_async_x${cores}`,
+    contender: 'ours',
+    workers: 1,
+    intraOpThreads: 1,
+    runsPerThread: cores,
+  },
+  {
     name: 'external_data',
     contender: 'ours',
     workers: cores,
@@ -158,6 +167,14 @@ const allLayouts: Layout[] = [
   { name: 'raw', contender: 'raw', workers: cores, intraOpThreads: 1 },
   { name: `raw_one_worker_x${cores}`, contender: 'raw', workers: 1, intraOpThreads: cores },
   { name: 'raw_shared', contender: 'raw', sessions: 'shared', workers: cores, intraOpThreads: 1 },
+  {
+    name: `raw_shared_one_worker_async_x${cores}`,
+    contender: 'raw',
+    sessions: 'shared',
+    workers: 1,
+    intraOpThreads: 1,
+    runsPerThread: cores,
+  },
   {
     name: 'raw_shared_stripping',
     contender: 'raw',
@@ -438,7 +455,14 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       job.model,
       spec.pipeline,
       undefined,
-      [{ device: 'cpu', threads: layout.workers, intraOpThreads: layout.intraOpThreads }],
+      [
+        {
+          device: 'cpu',
+          threads: layout.workers,
+          intraOpThreads: layout.intraOpThreads,
+          ...(layout.runsPerThread === undefined ? {} : { runsPerThread: layout.runsPerThread }),
+        },
+      ],
       layout.runtime,
     );
     loadMs = Math.round(performance.now() - loadStarted);
@@ -477,6 +501,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       layout.intraOpThreads,
       undefined,
       layout.sessions ?? 'per-thread',
+      layout.runsPerThread,
     );
     loadMs = Math.round(performance.now() - loadStarted);
     loadedMiB = residentMiB();

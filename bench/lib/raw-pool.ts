@@ -79,10 +79,16 @@ export type RawSessions = 'per-thread' | 'shared' | 'pooled';
 export class RawPool {
   private readonly threads: Worker[];
   private readonly table: SharedArrayBuffer | undefined;
+  private readonly inFlight: number;
 
-  private constructor(threads: Worker[], table: SharedArrayBuffer | undefined) {
+  private constructor(
+    threads: Worker[],
+    table: SharedArrayBuffer | undefined,
+    runsPerThread: number,
+  ) {
     this.threads = threads;
     this.table = table;
+    this.inFlight = BATCHES_PER_THREAD * runsPerThread;
   }
 
   static async start(
@@ -91,6 +97,7 @@ export class RawPool {
     intraOpThreads: number,
     executionProviders?: InferenceSession.ExecutionProviderConfig[],
     sessions: RawSessions = 'per-thread',
+    runsPerThread = 1,
   ): Promise<RawPool> {
     const table = sessions === 'per-thread' ? undefined : SharedSessions.allocate();
     const shared = table === undefined ? undefined : { table, workers };
@@ -99,14 +106,21 @@ export class RawPool {
       { length: workers },
       () =>
         new Worker(WORKER_FILE, {
-          workerData: { onnxPath, intraOpThreads, executionProviders, shared, pooled },
+          workerData: {
+            onnxPath,
+            intraOpThreads,
+            executionProviders,
+            shared,
+            pooled,
+            runsPerThread,
+          },
           // Our shard's threads' heap setting (src/shards/shard.ts): without it raw's threads
           // ran V8's mark-compacts ours no longer run, a handicap of ~2 % (issue 37).
           resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
         }),
     );
     await Promise.all(threads.map((thread) => nextReply(thread)));
-    return new RawPool(threads, table);
+    return new RawPool(threads, table, runsPerThread);
   }
 
   /** Runs every batch once; resolves when the last one is done. */
@@ -114,7 +128,7 @@ export class RawPool {
     let next = 0;
     const take = (): number[][] | undefined =>
       next < batches.length ? batches[next++] : undefined;
-    await Promise.all(this.threads.map((thread) => feed(thread, take)));
+    await Promise.all(this.threads.map((thread) => feed(thread, take, this.inFlight)));
   }
 
   async close(): Promise<void> {
@@ -123,8 +137,8 @@ export class RawPool {
   }
 }
 
-/** Keeps BATCHES_PER_THREAD batches on the thread until `take` runs dry. */
-function feed(thread: Worker, take: () => number[][] | undefined): Promise<void> {
+/** Keeps `inFlight` batches on the thread until `take` runs dry. */
+function feed(thread: Worker, take: () => number[][] | undefined, inFlight: number): Promise<void> {
   return new Promise((resolve, reject) => {
     let outstanding = 0;
     const stop = (): void => {
@@ -132,7 +146,7 @@ function feed(thread: Worker, take: () => number[][] | undefined): Promise<void>
       thread.off('error', onError);
     };
     const top = (): void => {
-      while (outstanding < BATCHES_PER_THREAD) {
+      while (outstanding < inFlight) {
         const batch = take();
         if (batch === undefined) break;
         thread.postMessage(batch);

@@ -24,6 +24,8 @@ interface Setup {
   shared?: { table: SharedArrayBuffer; workers: number };
   /** Shared sessions only: mean-pool and normalize on the session's device (a linked run). */
   pooled?: boolean;
+  /** Shared sessions only: runs the thread keeps going at once on libuv's pool (default 1). */
+  runsPerThread?: number;
 }
 
 const setup = workerData as Setup;
@@ -41,7 +43,11 @@ const session: {
       })
     : createNativeSession(setup.onnxPath, nativeOptions(), {
         shared: new SharedSessions(setup.shared.table),
-        intraOpThreads: sharedIntraOpThreads(setup.intraOpThreads, setup.shared.workers),
+        intraOpThreads: sharedIntraOpThreads(
+          setup.intraOpThreads,
+          setup.shared.workers * (setup.runsPerThread ?? 1),
+        ),
+        runsOffThread: (setup.runsPerThread ?? 1) > 1,
       });
 const pooler: OrtSession | undefined =
   setup.shared !== undefined && setup.pooled === true

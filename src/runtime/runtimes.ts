@@ -13,15 +13,21 @@ export interface SessionSharing {
   table: SharedArrayBuffer;
   /** The shard's threads: each calls Run on the shared session from its own thread. */
   threads: number;
+  /** Runs each thread keeps going at once; above 1 they run on libuv's pool (default 1). */
+  runsPerThread?: number;
 }
 
 export class SessionFactory {
   private readonly shared: SharedSessions | undefined;
-  private readonly threads: number;
+  /** Runs of a shared session at once: the shard's threads times each one's runs. */
+  private readonly callers: number;
+  private readonly runsOffThread: boolean;
 
   constructor(sharing?: SessionSharing) {
     this.shared = sharing === undefined ? undefined : new SharedSessions(sharing.table);
-    this.threads = sharing?.threads ?? 1;
+    const runsPerThread = sharing?.runsPerThread ?? 1;
+    this.callers = (sharing?.threads ?? 1) * runsPerThread;
+    this.runsOffThread = runsPerThread > 1;
   }
 
   /** `source` is a model file, or a helper graph's bytes under its name (src/runtime/graphs/). */
@@ -34,8 +40,9 @@ export class SessionFactory {
       shared: this.shared,
       intraOpThreads: sharedIntraOpThreads(
         options.intraOpThreads,
-        this.shared === undefined ? 1 : this.threads,
+        this.shared === undefined ? 1 : this.callers,
       ),
+      runsOffThread: this.runsOffThread,
     });
   }
 }

@@ -9,7 +9,7 @@ import type { ExecutionProvider } from '../runtime/runtime-options.ts';
 import { cudaDeviceId, isDeviceName } from './device-name.ts';
 
 const SHARD_FORMS =
-  "'cpu', 'cuda:<device id>', {device: cpu, threads?, intraOpThreads?} or {device: cuda, deviceId, threads?}";
+  "'cpu', 'cuda:<device id>', {device: cpu, threads?, intraOpThreads?, runsPerThread?} or {device: cuda, deviceId, threads?}";
 
 /** 'cpu' or 'cuda:<id>'; a GPU named the way other tools name it is pointed at its CUDA name. */
 const shardName = z.string().superRefine((name, ctx) => {
@@ -30,6 +30,7 @@ export const shardSchema = z.union(
         device: z.literal('cpu'),
         threads: z.number().int().min(1).optional(),
         intraOpThreads: z.number().int().min(1).optional(),
+        runsPerThread: z.number().int().min(1).optional(),
       })
       .strict(),
     z
@@ -51,6 +52,12 @@ export interface ShardSpec {
   threads: number;
   /** ONNX Runtime threads inside each worker. */
   intraOpThreads: number;
+  /**
+   * Runs of a shared native session each worker keeps going at once, on libuv's pool (1: on the
+   * worker's own thread). One worker with two runs uses two cores like two workers, with one
+   * JavaScript isolate (its modules and tokenizer) fewer.
+   */
+  runsPerThread: number;
   executionProviders: ExecutionProvider[];
 }
 
@@ -64,13 +71,17 @@ export function compileShard(
   if (cuda !== undefined) return cudaShard(cuda, defaultCudaThreads(cores));
   if (typeof parsed === 'object' && parsed.device === 'cuda')
     return cudaShard(parsed.deviceId, parsed.threads ?? defaultCudaThreads(cores));
-  const cpu: { threads?: number | undefined; intraOpThreads?: number | undefined } =
-    typeof parsed === 'object' && parsed.device === 'cpu' ? parsed : {};
-  // Fill the cores: by default one worker per core, each running single-threaded kernels, which
-  // beats fewer workers with more intra-op threads on small batches.
+  const cpu: {
+    threads?: number | undefined;
+    intraOpThreads?: number | undefined;
+    runsPerThread?: number | undefined;
+  } = typeof parsed === 'object' && parsed.device === 'cpu' ? parsed : {};
+  // Fill the cores: by default one run per core, each on single-threaded kernels, which beats
+  // fewer runs with more intra-op threads on small batches.
   const intraOpThreads = cpu.intraOpThreads ?? 1;
-  const threads = cpu.threads ?? Math.max(1, Math.floor(cores / intraOpThreads));
-  return { name: 'cpu', threads, intraOpThreads, executionProviders: ['cpu'] };
+  const runsPerThread = cpu.runsPerThread ?? 1;
+  const threads = cpu.threads ?? Math.max(1, Math.floor(cores / (intraOpThreads * runsPerThread)));
+  return { name: 'cpu', threads, intraOpThreads, runsPerThread, executionProviders: ['cpu'] };
 }
 
 /**
@@ -90,6 +101,7 @@ function cudaShard(deviceId: number, threads: number): ShardSpec {
     name: `cuda:${deviceId}`,
     threads,
     intraOpThreads: 1,
+    runsPerThread: 1,
     executionProviders: [{ name: 'cuda', deviceId }],
   };
 }

@@ -48,7 +48,7 @@ export interface BatchRun {
 
 export class Shard {
   readonly spec: ShardSpec;
-  /** Batches it accepts at once: BATCHES_PER_THREAD on each thread (one running, one waiting). */
+  /** Batches it accepts at once: BATCHES_PER_THREAD per run a thread keeps going (one running, one waiting). */
   readonly capacity: number;
   /** Batch runs cut short by their thread's death (a thread holds up to two batches). */
   crashes = 0;
@@ -61,7 +61,8 @@ export class Shard {
 
   constructor(options: ShardOptions) {
     this.spec = options.spec;
-    this.capacity = options.spec.threads * BATCHES_PER_THREAD;
+    const perThread = BATCHES_PER_THREAD * options.spec.runsPerThread;
+    this.capacity = options.spec.threads * perThread;
     this.logger = options.logger;
     this.pool = new Piscina({
       filename: options.workerFile ?? DEFAULT_WORKER,
@@ -69,7 +70,7 @@ export class Shard {
       minThreads: options.spec.threads,
       maxThreads: options.spec.threads,
       idleTimeout: Infinity,
-      concurrentTasksPerWorker: BATCHES_PER_THREAD,
+      concurrentTasksPerWorker: perThread,
       // Nothing reads piscina's run and wait-time histograms; they cost the main thread a
       // little on every batch.
       recordTiming: false,
@@ -81,7 +82,11 @@ export class Shard {
       closeTimeout: 2 ** 31 - 1,
       workerData: {
         ...shardSetup(options.setup, options.spec),
-        sharing: { table: this.sessions, threads: options.spec.threads },
+        sharing: {
+          table: this.sessions,
+          threads: options.spec.threads,
+          runsPerThread: options.spec.runsPerThread,
+        },
       },
     });
     this.pool.on('error', (err: unknown) =>

@@ -35,18 +35,28 @@ export interface NativeSessionOptions {
   shared?: SharedSessions | undefined;
   /** The session's own intra-op pool; by default options.intraOpThreads. */
   intraOpThreads?: number;
+  /**
+   * run() calls Run on one of libuv's pool threads instead of the calling thread, so that one
+   * JavaScript thread keeps several runs of a shared session going at once (a shard's
+   * runsPerThread, src/shards/shard-spec.ts).
+   */
+  runsOffThread?: boolean;
 }
 
 /** Opens `source` on the native binding (or takes a share of the table's session for it). */
 export function createNativeSession(
   source: SessionSource,
   options: CompiledRuntimeOptions,
-  { shared, intraOpThreads = options.intraOpThreads }: NativeSessionOptions = {},
+  {
+    shared,
+    intraOpThreads = options.intraOpThreads,
+    runsOffThread = false,
+  }: NativeSessionOptions = {},
 ): NativeSession {
   const lib = OrtLibrary.get();
   const thread = threadHandlesOf(lib);
   const label = typeof source === 'string' ? source : source.name;
-  const place = { memory: memoryOf(lib, thread, sessionDevice(options)), options };
+  const place = { memory: memoryOf(lib, thread, sessionDevice(options)), options, runsOffThread };
   const open = (): Pointer => openSession(lib, thread.env, source, options, intraOpThreads);
   if (shared === undefined) return new NativeSession(lib, thread, label, open(), undefined, place);
   // A helper graph is named after what it computes (poolingGraphName), so its name is its key.
@@ -80,6 +90,16 @@ interface Share {
   key: string;
 }
 
+/** One Run's arguments and the values it owns, from prepareRun to releaseRun. */
+interface PreparedRun {
+  outputNames: readonly string[];
+  inputValues: BigUint64Array;
+  outputValues: BigUint64Array;
+  args: unknown[];
+  /** The feeds, whose memory the input OrtValues point at: referenced until the run ends. */
+  feeds?: Feeds;
+}
+
 /** Frees what a session's holder owns if its owner never calls release(). */
 const finalizer = new FinalizationRegistry<() => void>((free) => free());
 
@@ -104,6 +124,9 @@ export class NativeSession implements OrtSession {
   private readonly options: CompiledRuntimeOptions;
   /** Copy graphs' sessions by element type and rank (copyToHost on a GPU). */
   private readonly copiers = new Map<string, NativeSession>();
+  private readonly runsOffThread: boolean;
+  /** Runs under way on libuv's pool, which release() waits out. */
+  private readonly running = new Set<Promise<unknown>>();
 
   constructor(
     lib: OrtLibrary,
@@ -111,9 +134,10 @@ export class NativeSession implements OrtSession {
     onnxPath: string,
     handle: Pointer,
     share: Share | undefined,
-    place: { memory: Pointer; options: CompiledRuntimeOptions },
+    place: { memory: Pointer; options: CompiledRuntimeOptions; runsOffThread?: boolean },
   ) {
     this.lib = lib;
+    this.runsOffThread = place.runsOffThread ?? false;
     this.memory = place.memory;
     this.options = place.options;
     this.thread = thread;
@@ -152,53 +176,88 @@ export class NativeSession implements OrtSession {
   }
 
   async run(feeds: Feeds, fetches?: readonly string[]): Promise<Outputs> {
-    return Promise.resolve(this.runSync(feeds, fetches));
+    if (!this.runsOffThread) return Promise.resolve(this.runSync(feeds, fetches));
+    const run = this.prepareRun(feeds, fetches);
+    const settled = this.lib.callOffThread('Run', ...run.args);
+    this.running.add(settled);
+    try {
+      await settled;
+      return this.readRun(run);
+    } catch (err) {
+      throw this.runError(err);
+    } finally {
+      this.running.delete(settled);
+      this.releaseRun(run);
+    }
   }
 
   /** Run, on the calling thread. */
   runSync(feeds: Feeds, fetches: readonly string[] = this.outputNames): Outputs {
+    const run = this.prepareRun(feeds, fetches);
+    try {
+      this.lib.call('Run', ...run.args);
+      return this.readRun(run);
+    } catch (err) {
+      throw this.runError(err);
+    } finally {
+      this.releaseRun(run);
+    }
+  }
+
+  /** Checks the feeds and wraps them in OrtValues: Run's arguments, kept alive until it ends. */
+  private prepareRun(feeds: Feeds, fetches: readonly string[] = this.outputNames): PreparedRun {
     const session = this.open();
     const entries = this.checkFeeds(feeds);
     const outputNames = this.checkFetches(fetches);
     const inputNames = new BigUint64Array(entries.length);
     const inputValues = new BigUint64Array(entries.length);
     const outputValues = new BigUint64Array(outputNames.length);
-    const lib = this.lib;
+    const run: PreparedRun = { outputNames, inputValues, outputValues, args: [] };
     try {
       entries.forEach(([name, pointer, tensor], i) => {
         inputNames[i] = pointer;
         inputValues[i] = createInputValue(
-          lib,
+          this.lib,
           this.thread.cpuMemory,
           this.thread.allocator,
           tensor,
           name,
         );
       });
-      lib.call(
-        'Run',
-        session,
-        null,
-        inputNames,
-        inputValues,
-        entries.length,
-        BigUint64Array.from(outputNames, (n) => this.outputs.get(n) as Pointer),
-        outputNames.length,
-        outputValues,
-      );
-      const out: Outputs = {};
-      outputNames.forEach((name, i) => {
-        out[name] = readOutputValue(lib, outputValues[i] as Pointer, name);
-      });
-      return out;
     } catch (err) {
-      if (err instanceof OrtStatusError) throw err.within(this.onnxPath);
-      throw err;
-    } finally {
-      const release = lib.fn('ReleaseValue');
-      for (const value of inputValues) if (value !== 0n) release(value);
-      for (const value of outputValues) if (value !== 0n) release(value);
+      this.releaseRun(run);
+      throw this.runError(err);
     }
+    run.args = [
+      session,
+      null,
+      inputNames,
+      inputValues,
+      entries.length,
+      BigUint64Array.from(outputNames, (n) => this.outputs.get(n) as Pointer),
+      outputNames.length,
+      outputValues,
+    ];
+    run.feeds = feeds;
+    return run;
+  }
+
+  private readRun({ outputNames, outputValues }: PreparedRun): Outputs {
+    const out: Outputs = {};
+    outputNames.forEach((name, i) => {
+      out[name] = readOutputValue(this.lib, outputValues[i] as Pointer, name);
+    });
+    return out;
+  }
+
+  private releaseRun({ inputValues, outputValues }: PreparedRun): void {
+    const release = this.lib.fn('ReleaseValue');
+    for (const value of inputValues) if (value !== 0n) release(value);
+    for (const value of outputValues) if (value !== 0n) release(value);
+  }
+
+  private runError(err: unknown): unknown {
+    return err instanceof OrtStatusError ? err.within(this.onnxPath) : err;
   }
 
   async runLinked(run: LinkedRun): Promise<Outputs> {
@@ -333,6 +392,8 @@ export class NativeSession implements OrtSession {
     const handle = this.handle;
     if (handle === undefined) return;
     this.handle = undefined;
+    // A run on libuv's pool still uses the session: freed under it, ONNX Runtime would crash.
+    await Promise.allSettled([...this.running]);
     finalizer.unregister(this.token);
     for (const copier of this.copiers.values()) await copier.release();
     this.copiers.clear();

@@ -12,7 +12,10 @@ import { ORT_API_TABLE, ORT_API_VERSION } from './ort-api-table.ts';
 /** A native pointer, as koffi gives it. */
 export type Pointer = bigint;
 
-type NativeFunction = (...args: unknown[]) => unknown;
+type NativeFunction = ((...args: unknown[]) => unknown) & {
+  /** koffi's asynchronous form: the same call on libuv's pool, the callback last. */
+  async: (...argsThenCallback: unknown[]) => void;
+};
 
 const SLOT_BYTES = 8;
 const SLOTS = new Map(ORT_API_TABLE.map(([name, proto], index) => [name, { index, proto }]));
@@ -140,6 +143,21 @@ export class OrtLibrary {
   call(name: string, ...args: unknown[]): void {
     const status = this.fn(name)(...args) as Pointer | null;
     if (status !== null && status !== 0n) throw this.statusError(name, status);
+  }
+
+  /**
+   * call() on one of libuv's pool threads (koffi's async call), so that the calling thread goes on
+   * while ONNX Runtime works. The arguments' memory must stay untouched until it settles.
+   */
+  callOffThread(name: string, ...args: unknown[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.fn(name).async(...args, (err: unknown, status: Pointer | null) => {
+        if (err !== null && err !== undefined)
+          reject(err instanceof Error ? err : new Error(`${name}: koffi could not make the call`));
+        else if (status !== null && status !== 0n) reject(this.statusError(name, status));
+        else resolve();
+      });
+    });
   }
 
   /** Calls a function that fills one pointer-sized output and returns it. */

@@ -55,6 +55,7 @@ describe('cuda shards', () => {
       name: 'cuda:1',
       threads: DEFAULT_CUDA_THREADS,
       intraOpThreads: 1,
+      runsPerThread: 1,
       executionProviders: [{ name: 'cuda', deviceId: 1 }],
     });
   });
@@ -64,6 +65,7 @@ describe('cuda shards', () => {
       name: 'cuda:0',
       threads: 3,
       intraOpThreads: 1,
+      runsPerThread: 1,
       executionProviders: [{ name: 'cuda', deviceId: 0 }],
     });
     expect(compileShard({ device: 'cuda', deviceId: 2 }, 'shard', 16).threads).toBe(
