@@ -2,7 +2,8 @@
 // child process of its own so that one layout's pages never count in another's peak. Layouts:
 // ours at the default (one single-threaded worker per core, arena and prepacking on), ours with
 // the memory arena off, ours with prepacking off, ours as one worker with every core as intra-op
-// threads, ours on a copy of the model whose weights sit in an external data file (ONNX Runtime
+// threads, ours as one worker keeping a run per core going on libuv's pool (runsPerThread, the
+// `_async` layouts; raw_shared has one too), ours on a copy of the model whose weights sit in an external data file (ONNX Runtime
 // maps it instead of copying it; staged once under .cache/bench/memory), ours on onnxruntime-node's
 // binding (a session per thread: what a shard was before the native binding), and two raw
 // contenders on pre-tokenized ids with the same thread splits: `raw`, a bare onnxruntime-node
