@@ -1,6 +1,6 @@
 // npm run bench:soak — does the native binding leak? N threads share one native session of a tiny
 // fixture model and run it --runs times in all (default 1,000,000; a tenth of them through an IO
-// binding), with feeds of changing shapes made anew for every run. The process's resident memory
+// binding, a tenth on libuv's pool as runsPerThread runs them), with feeds of changing shapes made anew for every run. The process's resident memory
 // is sampled as the runs go, each thread collecting its garbage before it reports (`node --expose-gc`, as the npm script runs it),
 // so a sample is what is held and not garbage yet to be collected; after the first --warmup share of the runs (arena and memory patterns
 // settled), a least-squares line through the samples gives the slope in KiB per 100,000 runs. A

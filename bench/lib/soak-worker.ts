@@ -1,5 +1,6 @@
 // One thread of bench:soak: takes a share of the pool's native session and runs it `runs` times,
-// a tenth of them through an IO binding, reporting its count every `every` runs.
+// a tenth of them through an IO binding and a tenth on libuv's pool (runsPerThread's path),
+// reporting its count every `every` runs.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createNativeSession } from '../../src/runtime/native/native-session.ts';
 import { SharedSessions } from '../../src/runtime/native/shared-sessions.ts';
@@ -19,6 +20,7 @@ const port = parentPort;
 if (port === null) throw new Error('soak-worker must run as a worker thread');
 const session = createNativeSession(setup.onnxPath, compileRuntimeOptions({ binding: 'native' }), {
   shared: new SharedSessions(setup.table),
+  runsOffThread: true,
 });
 
 function feeds(length: number, salt: number): Record<string, Tensor> {
@@ -47,6 +49,8 @@ for (let run = 1; run <= setup.runs; run += 1) {
     binding.run();
     binding.outputs();
     binding.release();
+  } else if (run % 10 === 5) {
+    await session.run(input);
   } else {
     session.runSync(input);
   }
