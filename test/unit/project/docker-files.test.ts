@@ -261,6 +261,15 @@ describe.each(DOCKERFILES)('%s', (dockerfile) => {
     });
   }
 
+  it("starts the installed command, whose file the image carries, as the package's bin", () => {
+    const entry = stage.instructions.filter((i) => i.keyword === 'ENTRYPOINT').at(-1);
+    const argv = JSON.parse(entry?.args ?? '[]') as string[];
+    const script = argv[argv.indexOf('node') + 1] ?? '';
+    const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
+    expect(posix.normalize(pkg.bin['hugot-stream'] ?? '')).toBe(script);
+    expect(notInImage(script, stage, rules)).toEqual([]);
+  });
+
   it('keeps only linux/<arch> native libraries of onnxruntime-node and tokenizers', () => {
     const all = stages(read(dockerfile));
     const source = copies(stage).find((c) => c.sources.some((s) => s.endsWith('node_modules')));
