@@ -15,27 +15,13 @@ import {
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
 import type { OrtSession } from '../../../src/runtime/session.ts';
 import { Tensor } from '../../../src/runtime/tensor.ts';
+import { bertFeeds } from './bert-feeds.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'models');
 const BERT = join(FIXTURES, 'bert-text-classification', 'model.onnx');
 const TREE = join(FIXTURES, 'sklearn-decision-tree-iris', 'model.onnx');
 const native = compileRuntimeOptions({ binding: 'native' });
 const node = compileRuntimeOptions({ binding: 'onnxruntime-node' });
-
-function bertFeeds(session: OrtSession, ids: number[]): Record<string, Tensor> {
-  const dims = [1, ids.length];
-  const feeds: Record<string, Tensor> = {};
-  for (const name of session.inputNames) {
-    const values =
-      name === 'input_ids'
-        ? BigInt64Array.from(ids, BigInt)
-        : name === 'attention_mask'
-          ? new BigInt64Array(ids.length).fill(1n)
-          : new BigInt64Array(ids.length);
-    feeds[name] = new Tensor('int64', values, dims);
-  }
-  return feeds;
-}
 
 let ours: NativeSession;
 let reference: OrtSession;

@@ -10,28 +10,14 @@ import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
 import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
 import { SharedSessions } from '../../../src/runtime/native/shared-sessions.ts';
-import type { OrtSession } from '../../../src/runtime/session.ts';
 import { Tensor } from '../../../src/runtime/tensor.ts';
+import { bertFeeds } from './bert-feeds.ts';
 import { BATCHES_PER_THREAD, Shard } from '../../../src/shards/shard.ts';
 import { compileShard } from '../../../src/shards/shard-spec.ts';
 
 const MODELS = join(import.meta.dirname, '..', '..', 'fixtures', 'models');
 const BERT = join(MODELS, 'bert-text-classification', 'model.onnx');
 const native = compileRuntimeOptions({ binding: 'native' });
-
-function feedsFor(session: OrtSession, ids: number[]): Record<string, Tensor> {
-  const feeds: Record<string, Tensor> = {};
-  for (const name of session.inputNames) {
-    const values =
-      name === 'input_ids'
-        ? BigInt64Array.from(ids, BigInt)
-        : name === 'attention_mask'
-          ? new BigInt64Array(ids.length).fill(1n)
-          : new BigInt64Array(ids.length);
-    feeds[name] = new Tensor('int64', values, [1, ids.length]);
-  }
-  return feeds;
-}
 
 // Token ids of the fixture's 2,000-word vocabulary.
 const TEXTS = [
@@ -50,9 +36,9 @@ describe('runs on libuv’s pool', () => {
     const here = createNativeSession(BERT, native);
     const pooled = createNativeSession(BERT, native, { runsOffThread: true });
     try {
-      const expected = TEXTS.map((ids) => here.runSync(feedsFor(here, ids)));
+      const expected = TEXTS.map((ids) => here.runSync(bertFeeds(here, ids)));
       const runs = Array.from({ length: 12 }, (_, i) =>
-        pooled.run(feedsFor(pooled, TEXTS[i % TEXTS.length] ?? [])),
+        pooled.run(bertFeeds(pooled, TEXTS[i % TEXTS.length] ?? [])),
       );
       // Every run was handed to the pool before the first one finished.
       expect(offThread).toHaveBeenCalledTimes(12);
@@ -70,7 +56,7 @@ describe('runs on libuv’s pool', () => {
     const offThread = vi.spyOn(OrtLibrary.prototype, 'callOffThread');
     const pooled = createNativeSession(BERT, native, { runsOffThread: true });
     try {
-      const feeds = feedsFor(pooled, [101, 102]);
+      const feeds = bertFeeds(pooled, [101, 102]);
       const name = pooled.inputNames[0] ?? '';
       feeds[name] = new Tensor('float32', new Float32Array(2), [1, 2]);
       await expect(pooled.run(feeds)).rejects.toThrow(FeedMismatchError);
@@ -84,11 +70,11 @@ describe('runs on libuv’s pool', () => {
     const pooled = createNativeSession(BERT, native, { runsOffThread: true });
     try {
       // 7592 is outside the fixture's vocabulary: the Gather kernel fails inside Run.
-      const failed = pooled.run(feedsFor(pooled, [101, 7592, 102]));
+      const failed = pooled.run(bertFeeds(pooled, [101, 7592, 102]));
       await expect(failed).rejects.toThrow(OrtStatusError);
       await expect(failed).rejects.toThrow(/bert-text-classification.*Gather/);
       // The failure cost nothing else: the next run goes through.
-      await expect(pooled.run(feedsFor(pooled, TEXTS[0] ?? []))).resolves.toBeDefined();
+      await expect(pooled.run(bertFeeds(pooled, TEXTS[0] ?? []))).resolves.toBeDefined();
     } finally {
       await pooled.release();
     }
@@ -96,12 +82,12 @@ describe('runs on libuv’s pool', () => {
 
   it('releases the session only once the runs under way have ended', async () => {
     const pooled = createNativeSession(BERT, native, { runsOffThread: true });
-    const runs = Array.from({ length: 8 }, () => pooled.run(feedsFor(pooled, TEXTS[1] ?? [])));
+    const runs = Array.from({ length: 8 }, () => pooled.run(bertFeeds(pooled, TEXTS[1] ?? [])));
     const released = pooled.release();
     const outcomes = await Promise.allSettled(runs);
     await released;
     expect(outcomes.map((o) => o.status)).toEqual(Array(8).fill('fulfilled'));
-    await expect(pooled.run(feedsFor(pooled, TEXTS[0] ?? []))).rejects.toThrow(/released/);
+    await expect(pooled.run(bertFeeds(pooled, TEXTS[0] ?? []))).rejects.toThrow(/released/);
   });
 });
 
