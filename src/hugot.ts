@@ -9,7 +9,8 @@ import {
 } from './pipelines/runtime/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
 import { checkModelFits } from './models/model-fit.ts';
-import { createPipeline, taskDefinition } from './pipelines/registry.ts';
+import { batchSafe } from './pipelines/row-by-row.ts';
+import { loadTask } from './pipelines/task-modules.ts';
 
 export interface PipelineSpec {
   task: string;
@@ -52,13 +53,15 @@ export class Hugot {
         },
       );
     }
+    // Only this task's module: an inference thread then holds no other task's code.
+    const definition = await loadTask(spec.task);
     // Before the weights load: a model that does not fit the task would run and write nonsense.
-    await checkModelFits(spec.model, spec.task, taskDefinition(spec.task).needs, modelSpec.path, {
+    await checkModelFits(spec.model, spec.task, definition.needs, modelSpec.path, {
       onnxFile: modelSpec.onnxFile,
       variant: modelSpec.variant,
     });
     const model = await this.store.load(modelSpec);
-    const pipeline = createPipeline(spec.task, model, spec.options);
+    const pipeline = batchSafe(definition.create(model, spec.options ?? {}));
     await pipeline.ready?.();
     this.pipelines.set(alias, pipeline);
     return pipeline;

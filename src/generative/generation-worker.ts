@@ -7,7 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../errors.ts';
 import { ModelStore } from '../pipelines/runtime/model-store.ts';
 import { checkModelFits } from '../models/model-fit.ts';
-import { taskDefinition } from '../pipelines/registry.ts';
+import { loadTask } from '../pipelines/task-modules.ts';
 import { createLoop } from './create-loop.ts';
 import type { FromWorker, GenerationWorkerSetup, SequenceEvent, ToWorker } from './protocol.ts';
 import type { StepLoop } from './step-loop.ts';
@@ -87,7 +87,7 @@ async function run(target: StepLoop): Promise<void> {
 try {
   const store = new ModelStore({ sharing: setup.sharing });
   const { path, onnxFile, variant } = setup.model;
-  await checkModelFits(path, setup.task, taskDefinition(setup.task).needs, path, {
+  await checkModelFits(path, setup.task, (await loadTask(setup.task)).needs, path, {
     onnxFile,
     variant,
   });

@@ -66,7 +66,13 @@ export class TextTokenizer {
   readonly config: TokenizerConfigFile;
   /** Truncation settings live inside the Rust tokenizer, so each setting gets its own instance. */
   private readonly instances = new Map<string, Tokenizer>();
-  private readonly base: Tokenizer;
+  /**
+   * The instance made at load, until the first encode's settings claim it: a pipeline that only
+   * ever truncates then holds one Rust tokenizer, not two (~8 MiB each on MiniLM, per thread).
+   */
+  private unclaimed: Tokenizer | undefined;
+  /** Any instance: vocabulary lookups and decoding do not depend on truncation. */
+  private readonly vocabulary: Tokenizer;
   /** A single text's type ids are all 0 (tokenizer.json's post-processor says so). */
   private readonly singleTypesZero: boolean;
 
@@ -83,7 +89,8 @@ export class TextTokenizer {
     this.special = special;
     const declared = config.model_max_length;
     this.maxLength = typeof declared === 'number' && declared < NO_LIMIT ? declared : fallbackMax;
-    this.base = this.instance({ truncation: false });
+    this.vocabulary = Tokenizer.fromString(json);
+    this.unclaimed = this.vocabulary;
     this.singleTypesZero = singleTypeIdsAreZero(
       (JSON.parse(json) as { post_processor?: unknown }).post_processor,
     );
@@ -127,13 +134,18 @@ export class TextTokenizer {
     }
   }
 
+  /** The Rust tokenizers this one holds (for tests and diagnostics). */
+  get instanceCount(): number {
+    return this.instances.size + (this.unclaimed === undefined ? 0 : 1);
+  }
+
   tokenId(token: string | undefined): number | undefined {
     if (token === undefined) return undefined;
-    return this.base.tokenToId(token) ?? undefined;
+    return this.vocabulary.tokenToId(token) ?? undefined;
   }
 
   idToToken(id: number): string | undefined {
-    return this.base.idToToken(id) ?? undefined;
+    return this.vocabulary.idToToken(id) ?? undefined;
   }
 
   /**
@@ -153,7 +165,7 @@ export class TextTokenizer {
   }
 
   vocabSize(): number {
-    return this.base.getVocabSize(true);
+    return this.vocabulary.getVocabSize(true);
   }
 
   async encode(
@@ -299,7 +311,12 @@ export class TextTokenizer {
   }
 
   async decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
-    return this.base.decode([...ids], skipSpecialTokens);
+    return this.vocabulary.decode([...ids], skipSpecialTokens);
+  }
+
+  /** The instance that never truncates, for pair pieces and post-processing (which truncates). */
+  private get base(): Tokenizer {
+    return this.instance({ truncation: false });
   }
 
   private instance(options: EncodeOptions): Tokenizer {
@@ -311,7 +328,8 @@ export class TextTokenizer {
         : `${truncation}:${maxLength}:${options.stride ?? 0}`;
     let tokenizer = this.instances.get(key);
     if (tokenizer === undefined) {
-      tokenizer = Tokenizer.fromString(this.json);
+      tokenizer = this.unclaimed ?? Tokenizer.fromString(this.json);
+      this.unclaimed = undefined;
       // Padding is the batcher's job: it pads to the longest member of the batch it cuts.
       tokenizer.disablePadding();
       if (key === 'none') tokenizer.disableTruncation();

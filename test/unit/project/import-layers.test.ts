@@ -109,6 +109,7 @@ const PIPELINE_LAYERS: readonly (readonly string[])[] = [
   ['text', 'vision', 'tabular', 'generation'],
   ['seq2seq'],
   ['audio', 'multimodal'],
+  ['task-modules.ts'],
   ['registry.ts'],
 ];
 
