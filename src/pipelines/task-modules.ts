@@ -1,8 +1,9 @@
 // Every task by name, each as the import of its module: the one list of tasks. The registry
 // (registry.ts) imports them all for the main thread, which validates every pipeline's options;
 // an inference or generation thread imports only its own pipelines' tasks (loadTask), so that
-// the other tasks' modules never enter its isolate (each thread ~10 MiB lighter on MiniLM:
-// docs/performance.md#task-modules-per-thread). Adding a task: docs/pipelines.md#adding-a-pipeline.
+// the other tasks' modules never enter its isolate
+// (docs/performance.md#task-modules-per-thread-one-tokenizer-instance). Adding a task:
+// docs/pipelines.md#adding-a-pipeline.
 import { ConfigError } from '../errors.ts';
 import { didYouMean } from '../options/suggest.ts';
 import type { TaskDefinition } from './task-definition.ts';

@@ -68,7 +68,7 @@ export class TextTokenizer {
   private readonly instances = new Map<string, Tokenizer>();
   /**
    * The instance made at load, until the first encode's settings claim it: a pipeline that only
-   * ever truncates then holds one Rust tokenizer, not two (~8 MiB each on MiniLM, per thread).
+   * ever truncates then holds one Rust tokenizer, not two, in each thread.
    */
   private unclaimed: Tokenizer | undefined;
   /** Any instance: vocabulary lookups and decoding do not depend on truncation. */
