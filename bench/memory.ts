@@ -152,6 +152,13 @@ const allLayouts: Layout[] = [
     runsPerThread: cores,
   },
   {
+    name: 'trim_runs',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { trimHeap: 'runs' },
+  },
+  {
     name: 'external_data',
     contender: 'ours',
     workers: cores,

@@ -1,19 +1,16 @@
 // The in-process API the stream worker calls: submit(pipeline, input) -> Promise<result>, over a
 // batch queue per pipeline and one or more shards of inference threads.
-import { readdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BatchQueue, type Pressure } from '../batching/batch-queue.ts';
 import { ClosedError, UnknownPipelineError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
-import { readModelConfig } from '../pipelines/runtime/model-config.ts';
 import { findTask } from '../pipelines/registry.ts';
-import { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
 import { Shard } from '../shards/shard.ts';
 import { checkModelFit } from './model-fit.ts';
 import { compileEnginePlan, type EngineOptions, type EnginePlan } from './engine-plan.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
 import { inputCost, type CostContext, type InputCost } from './input-cost.ts';
+import { loadPricingTokenizer, type PricingTokenizer } from './pricing-tokenizer.ts';
 
 export type { BatchEnginePipeline } from './engine-plan.ts';
 
@@ -77,11 +74,19 @@ export class BatchEngine {
     const logger = runtime.logger ?? silentLogger;
     const queues = new Map<string, BatchQueue<Pending>>();
     const costs = new Map<string, CostContext>();
-    const tokenizers = new Map<string, Promise<TextTokenizer | undefined>>();
+    const tokenizers = new Map<string, Promise<PricingTokenizer | undefined>>();
+    // A model gets its whole tokenizer here only if one of its pipelines prices by tokens.
+    const byTokens = new Set(
+      [...plan.pipelines.values()]
+        .filter((p) => p.batching.pricing === 'tokens')
+        .map((p) => p.definition.model),
+    );
     for (const [alias, { definition, model, batching }] of plan.pipelines) {
       queues.set(alias, new BatchQueue<Pending>(batching));
-      if (!tokenizers.has(definition.model))
-        tokenizers.set(definition.model, loadTokenizer(model.path));
+      if (!tokenizers.has(definition.model)) {
+        const pricing = byTokens.has(definition.model) ? 'tokens' : 'characters';
+        tokenizers.set(definition.model, loadPricingTokenizer(model.path, pricing));
+      }
       costs.set(alias, {
         task: definition.task,
         tokenizer: await tokenizers.get(definition.model),
@@ -255,12 +260,4 @@ export async function costOptions(
   const declared = (options ?? {}) as Record<string, unknown>;
   const settle = findTask(task)?.costOptions;
   return settle === undefined ? declared : settle(declared, path);
-}
-
-async function loadTokenizer(path: string): Promise<TextTokenizer | undefined> {
-  const folder = resolve(path);
-  const files = await readdir(folder).catch(() => [] as string[]);
-  if (!files.includes('tokenizer.json')) return undefined;
-  const config = await readModelConfig(folder);
-  return TextTokenizer.load(folder, config.maxPositionEmbeddings);
 }

@@ -5,7 +5,7 @@
 // What an input's rows are is the task's to say (its definition's `cost`); this file measures.
 import { findTask } from '../pipelines/registry.ts';
 import { UNIT_COST, type CostMeter, type InputCost } from '../pipelines/task-definition.ts';
-import type { TextTokenizer } from '../pipelines/runtime/text-tokenizer.ts';
+import { canEncode, type PricingTokenizer } from './pricing-tokenizer.ts';
 import { PREFIX_CHARACTERS_PER_TOKEN, wordPrefix } from '../pipelines/runtime/word-prefix.ts';
 
 export type { InputCost };
@@ -13,7 +13,7 @@ export { wordPrefix };
 
 export interface CostContext {
   task: string;
-  tokenizer: TextTokenizer | undefined;
+  tokenizer: PricingTokenizer | undefined;
   options: Record<string, unknown>;
   pricing?: 'tokens' | 'characters';
 }
@@ -39,7 +39,8 @@ export async function inputCost(input: unknown, context: CostContext): Promise<I
     maxTokens: max,
     options: context.options,
     async length(text, pair) {
-      if (context.pricing === 'characters') return Math.min(estimateTokens(text, pair), max);
+      if (context.pricing === 'characters' || !canEncode(tokenizer))
+        return Math.min(estimateTokens(text, pair), max);
       const count = async (t: string): Promise<number> => {
         const [encoded] = await tokenizer.encode([pair === undefined ? t : [t, pair]], {
           truncation: false,

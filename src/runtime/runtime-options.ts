@@ -56,6 +56,12 @@ export const runtimeOptionsSchema = z
      * original once it is prepacked; npm run bench:memory).
      */
     prepacking: z.boolean().default(true),
+    /**
+     * When the native binding hands the C heap's free pages back to the system (glibc's
+     * malloc_trim; nothing on other C libraries, nor on onnxruntime-node): 'load' once a session
+     * has loaded, 'runs' after every Run as well.
+     */
+    trimHeap: z.enum(['load', 'runs']).default('load'),
     executionProviders: z.array(providerSchema).min(1).default(['cpu']),
     /**
      * Where featureExtraction pools (mean, cls, max) and normalizes: 'device' runs a small ONNX

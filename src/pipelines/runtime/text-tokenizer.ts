@@ -87,13 +87,26 @@ export class TextTokenizer {
     this.json = json;
     this.config = config;
     this.special = special;
-    const declared = config.model_max_length;
-    this.maxLength = typeof declared === 'number' && declared < NO_LIMIT ? declared : fallbackMax;
+    this.maxLength = declaredMaxLength(config, fallbackMax);
     this.vocabulary = Tokenizer.fromString(json);
     this.unclaimed = this.vocabulary;
     this.singleTypesZero = singleTypeIdsAreZero(
       (JSON.parse(json) as { post_processor?: unknown }).post_processor,
     );
+  }
+
+  /**
+   * The maxLength a load of `folder` would have, without building the Rust tokenizer (the main
+   * thread's pricing by characters needs no more).
+   */
+  static async readMaxLength(
+    folder: string,
+    fallbackMaxLength?: number,
+  ): Promise<number | undefined> {
+    const config = await readJsonIfPresent<TokenizerConfigFile>(
+      join(folder, 'tokenizer_config.json'),
+    );
+    return declaredMaxLength(config, fallbackMaxLength);
   }
 
   /** `fallbackMaxLength` is used when tokenizer_config.json declares no usable limit. */
@@ -386,6 +399,14 @@ function tokenContent(value: unknown): string | undefined {
   )
     return value.content;
   return undefined;
+}
+
+function declaredMaxLength(
+  config: Partial<TokenizerConfigFile>,
+  fallback: number | undefined,
+): number | undefined {
+  const declared = config.model_max_length;
+  return typeof declared === 'number' && declared < NO_LIMIT ? declared : fallback;
 }
 
 async function readJsonIfPresent<T>(path: string): Promise<Partial<T>> {

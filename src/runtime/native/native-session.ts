@@ -188,6 +188,7 @@ export class NativeSession implements OrtSession {
     } finally {
       this.running.delete(settled);
       this.releaseRun(run);
+      this.afterRun();
     }
   }
 
@@ -201,7 +202,12 @@ export class NativeSession implements OrtSession {
       throw this.runError(err);
     } finally {
       this.releaseRun(run);
+      this.afterRun();
     }
+  }
+
+  private afterRun(): void {
+    if (this.options.trimHeap === 'runs') this.lib.trimHeap();
   }
 
   /** Checks the feeds and wraps them in OrtValues: Run's arguments, kept alive until it ends. */
