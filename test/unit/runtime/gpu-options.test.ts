@@ -186,7 +186,7 @@ describe('input cost', () => {
     } as const;
     expect(await inputCost('a'.repeat(400), context)).toEqual({ tokens: 4, rows: 1 });
     expect(
-      await inputCost('hi', { ...context, tokenizer: { ...tokenizer, maxLength: 64 } as never }),
+      await inputCost('hi', { ...context, tokenizer: { ...tokenizer, maxLength: 64 } }),
     ).toEqual({ tokens: 5, rows: 1 });
     expect(encode).toHaveBeenCalledTimes(2);
     expect(encode).toHaveBeenCalledWith(['a'.repeat(400)], { truncation: false });
