@@ -45,7 +45,11 @@ describe('SIGTERM, SIGHUP and a second SIGINT under load', () => {
       ...kafkaRouteConfig({ brokers: kit.brokers, input, output, groupId }),
       models: { cls: { path: MINILM } },
       pipelines: { classify: { task: 'featureExtraction', model: 'cls' } },
-      shutdown: { timeoutMs: 10_000 },
+      // Queued records are given up at half the budget; the other half must cover the batches
+      // already on the threads, each int8 batch run row by row (10 s was too little on a slow
+      // AVX2 machine, 2026-12-04). The drain ends when they do, so a larger budget costs a fast
+      // machine only the first half.
+      shutdown: { timeoutMs: 30_000 },
     });
     try {
       const before = await waitForProgress(() => sum(kit.endOffsets(output)), {
