@@ -59,7 +59,8 @@ export const runtimeOptionsSchema = z
     /**
      * When the native binding hands the C heap's free pages back to the system (glibc's
      * malloc_trim; nothing on other C libraries, nor on onnxruntime-node): 'load' once a session
-     * has loaded, 'runs' after every Run as well.
+     * has loaded, 'runs' after every plain run as well (not the IO-binding runs of linked pooling
+     * or of the generation loop's resident steps, whose memory stays bound between steps).
      */
     trimHeap: z.enum(['load', 'runs']).default('load'),
     executionProviders: z.array(providerSchema).min(1).default(['cpu']),
