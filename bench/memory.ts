@@ -17,7 +17,9 @@
 // cache (.cache/bench/compile-cache, filled by one unmeasured child per contender before the
 // passes), as a worker started by bin/hugot-stream.js does: no isolate of any contender then loads
 // Node's TypeScript stripper (src/shards/compile-cache.ts). The `_stripping` layouts turn it off,
-// which is how every layout ran before 2026-12-03.
+// which is how every layout ran before 2026-12-03. Children also run with two glibc arenas
+// (MALLOC_ARENA_MAX=2), as bin/hugot-stream.js and the Docker images start a worker;
+// `default_glibc_arenas` is ours without (every line before 2026-12-05 ran so).
 // Options: --models DIR,... (fp32 and int8 MiniLM, the DistilBERT classifier), --texts N (128),
 // --rounds N (2 timed rounds per child, after one warm round), --passes N (2), --layouts A,B
 // (a subset, by name). Internal: --child JSON runs one layout.
@@ -58,6 +60,11 @@ interface Layout {
   runsPerThread?: number;
   /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
   compileCache?: boolean;
+  /**
+   * 'default': the child runs with glibc's own arena count (8 per core) instead of the two that
+   * bin/hugot-stream.js and the Docker images set (MALLOC_ARENA_MAX).
+   */
+  glibcArenas?: 'default';
 }
 
 interface ChildJob {
@@ -104,6 +111,11 @@ const cachedEnv = {
   NODE_COMPILE_CACHE: resolve('.cache', 'bench', 'compile-cache'),
 };
 const strippingEnv = { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' };
+/**
+ * What bin/hugot-stream.js (by starting itself again) and the Docker images run with; every
+ * child, raw contenders included, gets the same process settings unless its layout says not.
+ */
+const GLIBC_ARENAS = '2';
 
 if (values.child !== undefined) {
   const result = await runChild(JSON.parse(values.child) as ChildJob);
@@ -164,6 +176,13 @@ const allLayouts: Layout[] = [
     workers: cores,
     intraOpThreads: 1,
     externalData: true,
+  },
+  {
+    name: 'default_glibc_arenas',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    glibcArenas: 'default',
   },
   {
     name: 'default_stripping',
@@ -402,11 +421,18 @@ function runInChild(job: ChildJob): ChildResult {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
       maxBuffer: 1 << 20,
-      env: job.layout.compileCache === false ? strippingEnv : cachedEnv,
+      env: childEnv(job.layout),
     },
   );
   const last = stdout.trim().split('\n').at(-1) ?? '{}';
   return JSON.parse(last) as ChildResult;
+}
+
+function childEnv(layout: Layout): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...(layout.compileCache === false ? strippingEnv : cachedEnv) };
+  if (layout.glibcArenas === 'default') delete env['MALLOC_ARENA_MAX'];
+  else env['MALLOC_ARENA_MAX'] = GLIBC_ARENAS;
+  return env;
 }
 
 /** The process's high-water mark of resident memory (VmHWM), in MiB. */

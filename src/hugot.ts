@@ -8,9 +8,9 @@ import {
   type ModelStoreOptions,
 } from './pipelines/runtime/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
-import { checkModelFits } from './models/model-fit.ts';
 import { batchSafe } from './pipelines/row-by-row.ts';
 import { loadTask } from './pipelines/task-modules.ts';
+import { markCompiled } from './options/compiled.ts';
 
 export interface PipelineSpec {
   task: string;
@@ -19,14 +19,25 @@ export interface PipelineSpec {
   options?: unknown;
 }
 
+export interface HugotOptions extends ModelStoreOptions {
+  /**
+   * The models' runtime options and the pipelines' options arrive compiled (validated, defaults
+   * filled) by the main thread, as a shard hands them to its threads: used as they are, never
+   * parsed again, so the thread never loads zod (src/options/compiled.ts).
+   */
+  optionsCompiled?: boolean;
+}
+
 export class Hugot {
   private readonly store: ModelStore;
+  private readonly optionsCompiled: boolean;
   private readonly modelSpecs = new Map<string, ModelSpec>();
   private readonly pipelines = new Map<string, Pipeline<unknown, unknown>>();
   private closed = false;
 
-  constructor(options: ModelStoreOptions = {}) {
+  constructor(options: HugotOptions = {}) {
     this.store = new ModelStore(options);
+    this.optionsCompiled = options.optionsCompiled === true;
   }
 
   registerModel(alias: string, spec: ModelSpec): void {
@@ -35,7 +46,12 @@ export class Hugot {
       throw new ConfigError(`model alias '${alias}' is already registered`, {
         field: `models.${alias}`,
       });
-    this.modelSpecs.set(alias, spec);
+    this.modelSpecs.set(
+      alias,
+      this.optionsCompiled && spec.runtime !== undefined
+        ? { ...spec, runtime: markCompiled(spec.runtime) }
+        : spec,
+    );
   }
 
   async registerPipeline(alias: string, spec: PipelineSpec): Promise<Pipeline<unknown, unknown>> {
@@ -56,12 +72,20 @@ export class Hugot {
     // Only this task's module: an inference thread then holds no other task's code.
     const definition = await loadTask(spec.task);
     // Before the weights load: a model that does not fit the task would run and write nonsense.
-    await checkModelFits(spec.model, spec.task, definition.needs, modelSpec.path, {
-      onnxFile: modelSpec.onnxFile,
-      variant: modelSpec.variant,
-    });
+    // A shard's main thread checked it already (options compiled there), and the check's ONNX
+    // reader is not worth its memory in every thread.
+    if (!this.optionsCompiled) {
+      const { checkModelFits } = await import('./models/model-fit.ts');
+      await checkModelFits(spec.model, spec.task, definition.needs, modelSpec.path, {
+        onnxFile: modelSpec.onnxFile,
+        variant: modelSpec.variant,
+      });
+    }
     const model = await this.store.load(modelSpec);
-    const pipeline = batchSafe(definition.create(model, spec.options ?? {}));
+    const options = spec.options ?? {};
+    const pipeline = batchSafe(
+      definition.create(model, this.optionsCompiled ? markCompiled(options) : options),
+    );
     await pipeline.ready?.();
     this.pipelines.set(alias, pipeline);
     return pipeline;
@@ -96,6 +120,6 @@ export class Hugot {
 }
 
 /** `sharing` is for a shard's threads: native sessions shared through the shard's table. */
-export function createHugot(options: ModelStoreOptions = {}): Hugot {
+export function createHugot(options: HugotOptions = {}): Hugot {
   return new Hugot(options);
 }

@@ -43,7 +43,7 @@ const modelSchema = z
     onnxFile: z.string().min(1).optional(),
     /** Which variant of the folder's graphs (model_fp16.onnx: fp16); default fp32, or the only one. */
     variant: z.enum(ONNX_VARIANTS).optional(),
-    runtime: runtimeOptionsSchema.partial().optional(),
+    runtime: runtimeOptionsSchema.schema.partial().optional(),
     ...hubModelFields,
   })
   .strict()

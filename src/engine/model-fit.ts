@@ -1,8 +1,9 @@
 // Every pipeline's model checked against its task before anything loads: the folder exists and
 // holds the graphs its spec chooses, and it declares what the task needs (src/models/task-fit.ts).
 // The worker runs this at start-up, before it waits for brokers, and validate-config runs it
-// alone: it reads config.json and a few kilobytes of each graph, never a weight. Each thread
-// checks its own model again where it loads (src/models/model-fit.ts), for the library's callers.
+// alone: it reads config.json and a few kilobytes of each graph, never a weight. The library's
+// callers are checked where Hugot loads a pipeline (src/models/model-fit.ts); a shard's threads,
+// whose engine ran this, are not.
 import { ConfigError, HugotError } from '../errors.ts';
 import { readModelFacts } from '../models/model-facts.ts';
 import { misfitMessage, misfits, type ModelFacts } from '../models/task-fit.ts';

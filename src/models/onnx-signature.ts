@@ -7,7 +7,8 @@
 // hold the weights, come before them), and decodes only those fields with protobufjs. It reads
 // a few kilobytes whatever the model's size; external data files are never opened.
 import { open, type FileHandle } from 'node:fs/promises';
-import protobuf from 'protobufjs';
+import type protobufjs from 'protobufjs';
+import { lazyModule } from '../options/lazy-module.ts';
 import { ModelFolderError } from '../errors.ts';
 
 export interface OnnxValue {
@@ -24,7 +25,10 @@ export interface OnnxSignature {
 }
 
 // The subset of onnx.proto these fields need (field numbers as onnx.proto declares them).
-const root = protobuf.Root.fromJSON({
+const protobuf = lazyModule<typeof protobufjs>('protobufjs');
+
+// onnx.proto's messages, as protobufjs types, made on first use.
+const SCHEMA = {
   nested: {
     ValueInfoProto: {
       fields: { name: { type: 'string', id: 1 }, type: { type: 'TypeProto', id: 2 } },
@@ -38,8 +42,12 @@ const root = protobuf.Root.fromJSON({
       fields: { dimValue: { type: 'int64', id: 1 }, dimParam: { type: 'string', id: 2 } },
     },
   },
-});
-const valueInfo = root.lookupType('ValueInfoProto');
+};
+let valueInfoType: protobufjs.Type | undefined;
+function valueInfo(): protobufjs.Type {
+  valueInfoType ??= protobuf().Root.fromJSON(SCHEMA).lookupType('ValueInfoProto');
+  return valueInfoType;
+}
 
 /** ModelProto.graph, and GraphProto.input / .output. */
 const MODEL_GRAPH = 7;
@@ -75,7 +83,7 @@ export async function readOnnxSignature(onnxPath: string): Promise<OnnxSignature
     const signature: OnnxSignature = { inputs: [], outputs: [] };
     await eachField(cursor, graph.start, graph.end, async (field, start, end) => {
       if (field !== GRAPH_INPUT && field !== GRAPH_OUTPUT) return;
-      const value = toValue(valueInfo.decode(await cursor.bytes(start, end)) as DecodedValue);
+      const value = toValue(valueInfo().decode(await cursor.bytes(start, end)) as DecodedValue);
       (field === GRAPH_INPUT ? signature.inputs : signature.outputs).push(value);
     });
     return signature;

@@ -1,7 +1,9 @@
 // The one place where user-supplied options meet their schema. zod finds every problem; this turns
 // each into a field path and a message that says how to fix it, and throws them as a ConfigError.
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import { isCompiled } from './compiled.ts';
+import { loadZod, type LazySchema } from './lazy-schema.ts';
 import { suggestion } from './suggest.ts';
 
 /** One thing wrong with a value: where (path segments under the value) and what to do. */
@@ -81,6 +83,19 @@ export function parseWithSchema<S extends z.ZodType>(
   return failConfig(`invalid options: ${problems.join('; ')}`, field);
 }
 
+/**
+ * `value` parsed by a lazily built schema; options marked compiled (src/options/compiled.ts) come
+ * back as they are, without building the schema or loading zod.
+ */
+export function parseOptions<S extends z.ZodType>(
+  schema: LazySchema<S>,
+  value: unknown,
+  path: string,
+): z.output<S> {
+  if (isCompiled(value)) return value as z.output<S>;
+  return parseWithSchema(schema.schema, value, path);
+}
+
 function failConfig(message: string, field: string): never {
   throw new ConfigError(message, { field });
 }
@@ -91,10 +106,12 @@ function failConfig(message: string, field: string): never {
  * the level below.
  */
 export function checkedAsWritten<S extends z.ZodType>(schema: S): z.ZodType<z.input<S>> {
-  return z.custom<z.input<S>>().superRefine((value, ctx) => {
-    const checked = checkWithSchema(schema, value);
-    if (!checked.ok)
-      for (const problem of checked.problems)
-        ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
-  });
+  return loadZod()
+    .custom<z.input<S>>()
+    .superRefine((value, ctx) => {
+      const checked = checkWithSchema(schema, value);
+      if (!checked.ok)
+        for (const problem of checked.problems)
+          ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
+    });
 }

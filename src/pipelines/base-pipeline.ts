@@ -13,7 +13,8 @@ import type {
 } from '../runtime/session.ts';
 import type { z } from 'zod';
 import { FeedMismatchError, HugotError, InferenceError, OrtStatusError } from '../errors.ts';
-import { parseWithSchema } from '../options/parse.ts';
+import type { LazySchema } from '../options/lazy-schema.ts';
+import { parseOptions } from '../options/parse.ts';
 import {
   assertBatch,
   requireTokenizer,
@@ -54,13 +55,13 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
   protected constructor(
     task: string,
     model: LoadedModel,
-    schema: Schema,
+    schema: LazySchema<Schema>,
     options: unknown,
     { tokenizer = true }: BaseOptions = {},
   ) {
     this.task = task;
     this.model = model;
-    this.options = parseWithSchema(schema, options ?? {}, 'options');
+    this.options = parseOptions(schema, options ?? {}, 'options');
     this.textTokenizer = tokenizer ? requireTokenizer(model, task) : undefined;
   }
 

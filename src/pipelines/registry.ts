@@ -3,6 +3,7 @@
 // itself is task-modules.ts's (docs/pipelines.md#adding-a-pipeline); threads that run pipelines
 // import only their own tasks from there.
 import { ConfigError } from '../errors.ts';
+import { parseWithSchema } from '../options/parse.ts';
 import type { LoadedModel } from './runtime/model-store.ts';
 import type { Pipeline } from './pipeline.ts';
 import { batchSafe } from './row-by-row.ts';
@@ -77,6 +78,11 @@ export function writesVectors(task: string): boolean {
 export const VECTOR_TASK_NAMES: readonly string[] = TASKS.filter(
   (definition: TaskDefinition) => definition.vectorSize !== undefined,
 ).map((definition) => definition.task);
+
+/** A pipeline's options validated and filled with their defaults, as its thread receives them. */
+export function compileTaskOptions(task: string, options: unknown, path = 'options'): unknown {
+  return parseWithSchema(taskDefinition(task).optionsSchema, options ?? {}, path);
+}
 
 export function createPipeline(
   task: string,

@@ -4,9 +4,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-common';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ProviderUnavailableError } from '../errors.ts';
-import { parseWithSchema } from '../options/parse.ts';
+import { lazySchema } from '../options/lazy-schema.ts';
+import { parseOptions } from '../options/parse.ts';
 import { onnxRuntimeBinDir } from './library-path.ts';
 
 export const BINDINGS = ['native', 'onnxruntime-node'] as const;
@@ -26,77 +27,83 @@ export function defaultBinding(env: NodeJS.ProcessEnv = process.env): Binding {
   );
 }
 
-const providerSchema = z.union([
-  z.literal('cpu'),
-  z.object({ name: z.literal('cpu') }).strict(),
-  z.object({ name: z.literal('cuda'), deviceId: z.number().int().min(0).optional() }).strict(),
-  z.object({ name: z.literal('tensorrt'), deviceId: z.number().int().min(0).optional() }).strict(),
-]);
+const providerSchema = lazySchema((z) =>
+  z.union([
+    z.literal('cpu'),
+    z.object({ name: z.literal('cpu') }).strict(),
+    z.object({ name: z.literal('cuda'), deviceId: z.number().int().min(0).optional() }).strict(),
+    z
+      .object({ name: z.literal('tensorrt'), deviceId: z.number().int().min(0).optional() })
+      .strict(),
+  ]),
+);
 
-export const runtimeOptionsSchema = z
-  .object({
-    /**
-     * Which binding runs the model: 'native' (ours, over ONNX Runtime's C API: one session per
-     * model and shard, shared by the shard's threads) or 'onnxruntime-node' (a session per thread).
-     */
-    binding: z.enum(BINDINGS).default(() => defaultBinding()),
-    /** Threads inside one operator. 0 lets ONNX Runtime use one per core. */
-    intraOpThreads: z.number().int().min(0).default(1),
-    /** Threads across independent operators (only used by parallel execution). */
-    interOpThreads: z.number().int().min(0).default(1),
-    graphOptimizationLevel: z.enum(['disabled', 'basic', 'extended', 'all']).default('all'),
-    // On: off raised a CPU shard's peak RSS by 55-58 % on MiniLM (npm run bench:memory,
-    // docs/performance.md#memory-npm-run-benchmemory).
-    cpuMemArena: z.boolean().default(true),
-    memPattern: z.boolean().default(true),
-    /**
-     * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
-     * beside the originals; false sets the session config entry `session.disable_prepacking`.
-     * On by default: off changed MiniLM's peak RSS by under 1 % (ONNX Runtime already frees an
-     * original once it is prepacked; npm run bench:memory).
-     */
-    prepacking: z.boolean().default(true),
-    /**
-     * When the native binding hands the C heap's free pages back to the system (glibc's
-     * malloc_trim; nothing on other C libraries, nor on onnxruntime-node): 'load' once a session
-     * has loaded, 'runs' after every plain run as well (not the IO-binding runs of linked pooling
-     * or of the generation loop's resident steps, whose memory stays bound between steps).
-     */
-    trimHeap: z.enum(['load', 'runs']).default('load'),
-    executionProviders: z.array(providerSchema).min(1).default(['cpu']),
-    /**
-     * Where featureExtraction pools (mean, cls, max) and normalizes: 'device' runs a small ONNX
-     * graph on the encoder's output where it was computed, so only [batch, dim] comes to the host
-     * (src/runtime/graphs/pooling-graph.ts); 'host' pools in JS. 'auto' is 'device' on a GPU
-     * provider with the native binding, and 'host' on CPU (both read the same memory there, and
-     * JS sums in float64) or on onnxruntime-node (which copies every output to the host).
-     */
-    poolingOn: z.enum(['auto', 'device', 'host']).default('auto'),
-    /**
-     * Where the generative engine's decode batch keeps its KV cache between steps: 'device' binds
-     * each step's presents where the session made them and feeds them to the next step as they are
-     * (src/runtime/native/resident-value.ts), 'host' copies them to JS and back every step. 'auto'
-     * is 'device' with the native binding, on a GPU and on CPU alike (on CPU the engine made 1.31
-     * and 1.37x the tokens/s of 'host': bench/results/cpu-2026-12-03/generate-kv-*.jsonl), and
-     * 'host' on onnxruntime-node, which has no resident values. Exports that return only the
-     * step's columns (model_appending.onnx) keep theirs on the host either way. Prompts' prefill
-     * runs keep theirs on the device too on a GPU, or when 'device' is named: on CPU 'auto' leaves
-     * prefills on the host, where resident ones made the engine no faster
-     * (bench/results/cpu-2026-12-03/generate-kv-prefill-*.jsonl).
-     */
-    kvOn: z.enum(['auto', 'device', 'host']).default('auto'),
-  })
-  .strict();
+export const runtimeOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /**
+       * Which binding runs the model: 'native' (ours, over ONNX Runtime's C API: one session per
+       * model and shard, shared by the shard's threads) or 'onnxruntime-node' (a session per thread).
+       */
+      binding: z.enum(BINDINGS).default(() => defaultBinding()),
+      /** Threads inside one operator. 0 lets ONNX Runtime use one per core. */
+      intraOpThreads: z.number().int().min(0).default(1),
+      /** Threads across independent operators (only used by parallel execution). */
+      interOpThreads: z.number().int().min(0).default(1),
+      graphOptimizationLevel: z.enum(['disabled', 'basic', 'extended', 'all']).default('all'),
+      // On: off raised a CPU shard's peak RSS by 55-58 % on MiniLM (npm run bench:memory,
+      // docs/performance.md#memory-npm-run-benchmemory).
+      cpuMemArena: z.boolean().default(true),
+      memPattern: z.boolean().default(true),
+      /**
+       * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
+       * beside the originals; false sets the session config entry `session.disable_prepacking`.
+       * On by default: off changed MiniLM's peak RSS by under 1 % (ONNX Runtime already frees an
+       * original once it is prepacked; npm run bench:memory).
+       */
+      prepacking: z.boolean().default(true),
+      /**
+       * When the native binding hands the C heap's free pages back to the system (glibc's
+       * malloc_trim; nothing on other C libraries, nor on onnxruntime-node): 'load' once a session
+       * has loaded, 'runs' after every plain run as well (not the IO-binding runs of linked pooling
+       * or of the generation loop's resident steps, whose memory stays bound between steps).
+       */
+      trimHeap: z.enum(['load', 'runs']).default('load'),
+      executionProviders: z.array(providerSchema.schema).min(1).default(['cpu']),
+      /**
+       * Where featureExtraction pools (mean, cls, max) and normalizes: 'device' runs a small ONNX
+       * graph on the encoder's output where it was computed, so only [batch, dim] comes to the host
+       * (src/runtime/graphs/pooling-graph.ts); 'host' pools in JS. 'auto' is 'device' on a GPU
+       * provider with the native binding, and 'host' on CPU (both read the same memory there, and
+       * JS sums in float64) or on onnxruntime-node (which copies every output to the host).
+       */
+      poolingOn: z.enum(['auto', 'device', 'host']).default('auto'),
+      /**
+       * Where the generative engine's decode batch keeps its KV cache between steps: 'device' binds
+       * each step's presents where the session made them and feeds them to the next step as they are
+       * (src/runtime/native/resident-value.ts), 'host' copies them to JS and back every step. 'auto'
+       * is 'device' with the native binding, on a GPU and on CPU alike (on CPU the engine made 1.31
+       * and 1.37x the tokens/s of 'host': bench/results/cpu-2026-12-03/generate-kv-*.jsonl), and
+       * 'host' on onnxruntime-node, which has no resident values. Exports that return only the
+       * step's columns (model_appending.onnx) keep theirs on the host either way. Prompts' prefill
+       * runs keep theirs on the device too on a GPU, or when 'device' is named: on CPU 'auto' leaves
+       * prefills on the host, where resident ones made the engine no faster
+       * (bench/results/cpu-2026-12-03/generate-kv-prefill-*.jsonl).
+       */
+      kvOn: z.enum(['auto', 'device', 'host']).default('auto'),
+    })
+    .strict(),
+);
 
-export type RuntimeOptions = z.input<typeof runtimeOptionsSchema>;
-export type CompiledRuntimeOptions = z.output<typeof runtimeOptionsSchema>;
-export type ExecutionProvider = z.output<typeof providerSchema>;
+export type RuntimeOptions = z.input<typeof runtimeOptionsSchema.schema>;
+export type CompiledRuntimeOptions = z.output<typeof runtimeOptionsSchema.schema>;
+export type ExecutionProvider = z.output<typeof providerSchema.schema>;
 
 export function compileRuntimeOptions(
   options: RuntimeOptions = {},
   path = 'runtime',
 ): CompiledRuntimeOptions {
-  return parseWithSchema(runtimeOptionsSchema, options, path);
+  return parseOptions(runtimeOptionsSchema, options, path);
 }
 
 /** The memory a session's outputs live in: its first GPU provider's device, else the host's. */

@@ -1,7 +1,6 @@
 // Opens a session on the binding the model's options name. The native binding shares a session
 // between the threads that hold the same table (a shard's); onnxruntime-node cannot, so each of
 // its threads opens its own.
-import { createNodeSession } from './node-runtime.ts';
 import { createNativeSession, type SessionSource } from './native/native-session.ts';
 import { SharedSessions } from './native/shared-sessions.ts';
 import { assertProvidersInstalled, type CompiledRuntimeOptions } from './runtime-options.ts';
@@ -32,7 +31,10 @@ export class SessionFactory {
 
   /** `source` is a model file, or a helper graph's bytes under its name (src/runtime/graphs/). */
   async open(source: SessionSource, options: CompiledRuntimeOptions): Promise<OrtSession> {
-    if (options.binding === 'onnxruntime-node') return createNodeSession(source, options);
+    // Imported here: onnxruntime-node costs each thread that loads it ~7 MiB, and threads on the
+    // native binding never use it.
+    if (options.binding === 'onnxruntime-node')
+      return (await import('./node-runtime.ts')).createNodeSession(source, options);
     assertProvidersInstalled(options);
     // Let the event loop turn before the (blocking) native load, as onnxruntime-node does.
     await new Promise((resolve) => setImmediate(resolve));

@@ -15,7 +15,10 @@ const clock = new BusyClock(() => performance.now());
 function load(): Promise<Hugot> {
   loading ??= (async () => {
     const setup = workerData as WorkerSetup;
-    const hugot = createHugot({ sharing: setup.sharing });
+    const hugot = createHugot({
+      sharing: setup.sharing,
+      optionsCompiled: setup.optionsCompiled === true,
+    });
     for (const [alias, spec] of Object.entries(setup.models)) hugot.registerModel(alias, spec);
     for (const [alias, definition] of Object.entries(setup.pipelines))
       await hugot.registerPipeline(alias, definition);

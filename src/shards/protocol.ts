@@ -16,6 +16,11 @@ export interface WorkerSetup {
   pipelines: Record<string, PipelineDefinition>;
   /** The shard's table of native sessions, one per model for all its threads (the shard adds it). */
   sharing?: SessionSharing;
+  /**
+   * Set by the shard, which compiled every model's runtime options and every pipeline's options
+   * on the main thread: the thread uses them as they are (src/options/compiled.ts).
+   */
+  optionsCompiled?: boolean;
 }
 
 export type WorkerRequest =

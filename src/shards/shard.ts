@@ -8,9 +8,11 @@ import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts'
 import type { Logger } from '../logger.ts';
 import { compileCacheEnv } from './compile-cache.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
+import { compileTaskOptions } from '../pipelines/registry.ts';
+import { compileRuntimeOptions } from '../runtime/runtime-options.ts';
 import { releaseSharedSessions } from '../runtime/native/release-shared.ts';
 import { SharedSessions } from '../runtime/native/shared-sessions.ts';
-import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
+import type { PipelineDefinition, WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 import type { ShardSpec } from './shard-spec.ts';
 
 /**
@@ -176,19 +178,32 @@ export class Shard {
   }
 }
 
+/**
+ * What the shard's threads load: every option compiled here, on the main thread, so that a thread
+ * never parses (nor loads zod: src/options/compiled.ts); a bad option fails the shard's start.
+ */
 function shardSetup(setup: WorkerSetup, spec: ShardSpec): WorkerSetup {
   const models: Record<string, ModelSpec> = {};
   for (const [alias, model] of Object.entries(setup.models)) {
     models[alias] = {
       ...model,
-      runtime: {
-        ...model.runtime,
-        intraOpThreads: spec.intraOpThreads,
-        executionProviders: spec.executionProviders,
-      },
+      runtime: compileRuntimeOptions(
+        {
+          ...model.runtime,
+          intraOpThreads: spec.intraOpThreads,
+          executionProviders: spec.executionProviders,
+        },
+        `models.${alias}.runtime`,
+      ),
     };
   }
-  return { ...setup, models };
+  const pipelines: Record<string, PipelineDefinition> = {};
+  for (const [alias, pipeline] of Object.entries(setup.pipelines))
+    pipelines[alias] = {
+      ...pipeline,
+      options: compileTaskOptions(pipeline.task, pipeline.options, `pipelines.${alias}.options`),
+    };
+  return { ...setup, models, pipelines, optionsCompiled: true };
 }
 
 function errorMessage(err: unknown): string {

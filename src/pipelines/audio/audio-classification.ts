@@ -6,7 +6,8 @@
 // per forward pass; inputs of equal shape share a run here (a Wav2Vec2 model, per-clip group norm
 // and no padding, answers row by row; every AST input is max_length frames).
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { ModelFolderError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -31,20 +32,22 @@ import {
 
 export type { AudioInput, PcmAudio } from './audio-decode.ts';
 
-export const audioClassificationOptionsSchema = z
-  .object({
-    /** Default: none for regression, sigmoid for multi-label, softmax otherwise (Python's choice). */
-    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
-    /**
-     * How many labels to return, best first; null (the default) returns every label. Python's
-     * constructor sets 5, but each call without top_k resets it to every label
-     * (docs/pipelines.md#audioclassification).
-     */
-    topK: z.number().int().min(1).nullable().default(null),
-  })
-  .strict();
+export const audioClassificationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Default: none for regression, sigmoid for multi-label, softmax otherwise (Python's choice). */
+      functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+      /**
+       * How many labels to return, best first; null (the default) returns every label. Python's
+       * constructor sets 5, but each call without top_k resets it to every label
+       * (docs/pipelines.md#audioclassification).
+       */
+      topK: z.number().int().min(1).nullable().default(null),
+    })
+    .strict(),
+);
 
-export type AudioClassificationOptions = z.input<typeof audioClassificationOptionsSchema>;
+export type AudioClassificationOptions = z.input<typeof audioClassificationOptionsSchema.schema>;
 
 const TASK = 'audioClassification';
 
@@ -106,7 +109,7 @@ function defaultAudioScoreFunction(model: LoadedModel): ScoreFunction {
 export class AudioClassificationPipeline extends BasePipeline<
   AudioInput,
   LabelScore[],
-  typeof audioClassificationOptionsSchema
+  typeof audioClassificationOptionsSchema.schema
 > {
   private readonly features: ClassifierFeatures;
   private readonly apply: ScoreFunction;
@@ -173,7 +176,9 @@ export const audioClassificationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: audioClassificationOptionsSchema,
+  get optionsSchema() {
+    return audioClassificationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new AudioClassificationPipeline(model, options as AudioClassificationOptions),
   ...audioInput,

@@ -6,7 +6,8 @@
 // the tokenizer's rules (whisper-transcript.ts). On the generative engine a clip advances one
 // segment per step (segmentwise.ts), so its text streams a segment at a time.
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
 import type { GenerationResult } from '../generation/generation-progress.ts';
 import type { SegmentJob, SegmentwiseGenerator } from '../generation/segmentwise.ts';
@@ -50,32 +51,34 @@ import {
   type WhisperVocabulary,
 } from './whisper-transcript.ts';
 
-export const speechRecognitionOptionsSchema = z
-  .object({
-    /** The spoken language: a code (`fr`), token (`<|fr|>`) or English name. Default: detected per clip. */
-    language: z.string().min(1).optional(),
-    /** `translate` writes English text. Default: the generation config's, else transcribe. */
-    task: z.enum(['transcribe', 'translate']).optional(),
-    /** Add `chunks`: text segments with [start, end] seconds, as Python's return_timestamps=True. */
-    returnTimestamps: z.boolean().default(false),
-    /** Add `chunks` naming each one's language (`english`), as Python's return_language=True. */
-    returnLanguage: z.boolean().default(false),
-    /** Cut the audio into chunks of this many seconds, transcribed apart and merged. Default: whole clip. */
-    chunkLengthS: z.number().positive().optional(),
-    /** Overlap each side of a chunk, seconds (one number or [left, right]). Default: chunkLengthS / 6. */
-    strideLengthS: z
-      .union([z.number().min(0), z.tuple([z.number().min(0), z.number().min(0)])])
-      .optional(),
-    /** Default: generation_config's max_new_tokens, else 256 (the Python pipeline's). */
-    maxNewTokens: z.number().int().min(1).optional(),
-    /** Beams of beam search; 1 decodes greedily. Default: generation_config's num_beams, else 5 (Python's). */
-    numBeams: z.number().int().min(1).max(64).optional(),
-    lengthPenalty: z.number().optional(),
-    earlyStopping: z.union([z.boolean(), z.literal('never')]).optional(),
-  })
-  .strict();
+export const speechRecognitionOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** The spoken language: a code (`fr`), token (`<|fr|>`) or English name. Default: detected per clip. */
+      language: z.string().min(1).optional(),
+      /** `translate` writes English text. Default: the generation config's, else transcribe. */
+      task: z.enum(['transcribe', 'translate']).optional(),
+      /** Add `chunks`: text segments with [start, end] seconds, as Python's return_timestamps=True. */
+      returnTimestamps: z.boolean().default(false),
+      /** Add `chunks` naming each one's language (`english`), as Python's return_language=True. */
+      returnLanguage: z.boolean().default(false),
+      /** Cut the audio into chunks of this many seconds, transcribed apart and merged. Default: whole clip. */
+      chunkLengthS: z.number().positive().optional(),
+      /** Overlap each side of a chunk, seconds (one number or [left, right]). Default: chunkLengthS / 6. */
+      strideLengthS: z
+        .union([z.number().min(0), z.tuple([z.number().min(0), z.number().min(0)])])
+        .optional(),
+      /** Default: generation_config's max_new_tokens, else 256 (the Python pipeline's). */
+      maxNewTokens: z.number().int().min(1).optional(),
+      /** Beams of beam search; 1 decodes greedily. Default: generation_config's num_beams, else 5 (Python's). */
+      numBeams: z.number().int().min(1).max(64).optional(),
+      lengthPenalty: z.number().optional(),
+      earlyStopping: z.union([z.boolean(), z.literal('never')]).optional(),
+    })
+    .strict(),
+);
 
-export type SpeechRecognitionOptions = z.input<typeof speechRecognitionOptionsSchema>;
+export type SpeechRecognitionOptions = z.input<typeof speechRecognitionOptionsSchema.schema>;
 
 const TASK = 'automaticSpeechRecognition';
 
@@ -105,7 +108,7 @@ class ClipJob implements SegmentJob {
 }
 
 export class SpeechRecognitionPipeline
-  extends BasePipeline<AudioInput, Transcript, typeof speechRecognitionOptionsSchema>
+  extends BasePipeline<AudioInput, Transcript, typeof speechRecognitionOptionsSchema.schema>
   implements SegmentwiseGenerator<ClipJob>
 {
   readonly layout: Seq2SeqLayout;
@@ -405,7 +408,9 @@ export const automaticSpeechRecognitionTask: TaskDefinition = {
   needs: { tokenizer: true, preprocessor: true, graphs: 'encoderDecoder' },
   task: TASK,
   execution: 'segment',
-  optionsSchema: speechRecognitionOptionsSchema,
+  get optionsSchema() {
+    return speechRecognitionOptionsSchema.schema;
+  },
   create: (model, options) =>
     new SpeechRecognitionPipeline(model, options as SpeechRecognitionOptions),
   // The transcript's own keys already are Python's; the generative engine's extra ones go.

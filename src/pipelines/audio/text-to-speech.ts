@@ -7,7 +7,8 @@
 // generative engine a text advances one decoder step per engine step (segmentwise.ts) and its
 // waveform streams as its frames become final (vocoder-stream.ts).
 import { readdir } from 'node:fs/promises';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InputError, ModelFolderError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { GenerationResult } from '../generation/generation-progress.ts';
@@ -26,34 +27,36 @@ import {
 import { measureReach, VocoderStream, vocodeFrames, type VocoderReach } from './vocoder-stream.ts';
 import { encodeWav } from './wav-encode.ts';
 
-const finiteList = z.array(z.number().finite()).min(1);
+const finiteList = lazySchema((z) => z.array(z.number().finite()).min(1));
 
-export const textToSpeechOptionsSchema = z
-  .object({
-    /** Stop once the frame's summed stop probability reaches this (SpeechT5's default 0.5). */
-    threshold: z.number().finite().min(0).default(0.5),
-    /** Minimum length in decoder steps, as a ratio of the text's tokens over reduction_factor. */
-    minlenratio: z.number().finite().min(0).default(0),
-    /** Maximum length in decoder steps, as minlenratio counts them (SpeechT5's default 20). */
-    maxlenratio: z.number().finite().positive().default(20),
-    /**
-     * The speaker's x-vector, or the path of a .npy / .bin file holding it; a record's own
-     * `speakerEmbeddings` wins. Default: speaker_embeddings.npy or .bin in the model folder.
-     */
-    speakerEmbeddings: z.union([finiteList, z.string().min(1)]).optional(),
-    /** The waveform's rate; default preprocessor_config.json's sampling_rate, else 16000 (HiFi-GAN's). */
-    samplingRate: z.number().int().positive().optional(),
-    /** float32 (the model's samples exactly, the default) or pcm16 (half the size, rounded). */
-    wavFormat: z.enum(['float32', 'pcm16']).default('float32'),
-    /**
-     * On the generative engine: the fewest mel frames a streamed piece of audio holds. Each piece
-     * vocodes its frames again with the vocoder's reach either side, so small pieces cost more.
-     */
-    streamFrames: z.number().int().min(1).default(32),
-  })
-  .strict();
+export const textToSpeechOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Stop once the frame's summed stop probability reaches this (SpeechT5's default 0.5). */
+      threshold: z.number().finite().min(0).default(0.5),
+      /** Minimum length in decoder steps, as a ratio of the text's tokens over reduction_factor. */
+      minlenratio: z.number().finite().min(0).default(0),
+      /** Maximum length in decoder steps, as minlenratio counts them (SpeechT5's default 20). */
+      maxlenratio: z.number().finite().positive().default(20),
+      /**
+       * The speaker's x-vector, or the path of a .npy / .bin file holding it; a record's own
+       * `speakerEmbeddings` wins. Default: speaker_embeddings.npy or .bin in the model folder.
+       */
+      speakerEmbeddings: z.union([finiteList.schema, z.string().min(1)]).optional(),
+      /** The waveform's rate; default preprocessor_config.json's sampling_rate, else 16000 (HiFi-GAN's). */
+      samplingRate: z.number().int().positive().optional(),
+      /** float32 (the model's samples exactly, the default) or pcm16 (half the size, rounded). */
+      wavFormat: z.enum(['float32', 'pcm16']).default('float32'),
+      /**
+       * On the generative engine: the fewest mel frames a streamed piece of audio holds. Each piece
+       * vocodes its frames again with the vocoder's reach either side, so small pieces cost more.
+       */
+      streamFrames: z.number().int().min(1).default(32),
+    })
+    .strict(),
+);
 
-export type TextToSpeechOptions = z.input<typeof textToSpeechOptionsSchema>;
+export type TextToSpeechOptions = z.input<typeof textToSpeechOptionsSchema.schema>;
 
 /** A text, or a text with its own speaker. */
 export type TextToSpeechInput = string | { text: string; speakerEmbeddings?: readonly number[] };
@@ -89,7 +92,11 @@ class SpeechJob implements SegmentJob {
 }
 
 export class TextToSpeechPipeline
-  extends BasePipeline<TextToSpeechInput, TextToSpeechOutput, typeof textToSpeechOptionsSchema>
+  extends BasePipeline<
+    TextToSpeechInput,
+    TextToSpeechOutput,
+    typeof textToSpeechOptionsSchema.schema
+  >
   implements SegmentwiseGenerator<SpeechJob>
 {
   readonly layout: SpeechT5Layout;
@@ -284,7 +291,9 @@ function speechTask(task: string, aliasOf?: string): TaskDefinition {
     ...(aliasOf === undefined ? {} : { aliasOf }),
     needs: { tokenizer: true, graphs: 'encoderDecoder' },
     execution: 'segment',
-    optionsSchema: textToSpeechOptionsSchema,
+    get optionsSchema() {
+      return textToSpeechOptionsSchema.schema;
+    },
     create: (model, options) =>
       new TextToSpeechPipeline(task, model, options as TextToSpeechOptions),
     // Python's {audio, sampling_rate}; the audio stays a WAV file (base64), JSON holds no array

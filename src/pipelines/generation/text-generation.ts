@@ -24,6 +24,7 @@ import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../ta
 import { FormatCompiler } from './structured/format-constraint.ts';
 import { toolsSystemPrompt, type ToolSpec } from './tool-calls.ts';
 import { fullText, generatedText } from '../python-output.ts';
+import { readySchema } from '../../options/lazy-schema.ts';
 
 export type { ChatMessage } from './chat-template.ts';
 export type { GenerationOptions as TextGenerationOptions } from './generation-options.ts';
@@ -73,7 +74,7 @@ export class TextGenerationPipeline extends BasePipeline<
     options: GenerationOptions = {},
     setup: TextGenerationSetup = {},
   ) {
-    super(TASK, model, generationOptionsSchema, options);
+    super(TASK, model, readySchema(generationOptionsSchema), options);
     this.layout = kvLayoutOf(model);
     const prefix =
       setup.prefixCache === undefined

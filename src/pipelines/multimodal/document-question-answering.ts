@@ -5,7 +5,8 @@
 // spans scored per window as extractive question answering scores them, and the best answers over
 // all windows returned as the words they cover with their first and last word index.
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -24,26 +25,28 @@ import { contextWindows } from '../text/qa-windows.ts';
 import { toWordDocument, type Box, type WordDocument } from './word-boxes.ts';
 import { WordPairEncoder } from './word-encoding.ts';
 
-export const documentQuestionAnsweringOptionsSchema = z
-  .object({
-    /** How many answers to return per input, best first (Python's default 1). */
-    topK: z.number().int().min(1).default(1),
-    /** Longest answer, in tokens (Python's max_answer_len). */
-    maxAnswerLength: z.number().int().min(1).default(15),
-    /** Adds the "no answer" candidate: the CLS score, an empty answer at words 0..0. */
-    handleImpossibleAnswer: z.boolean().default(false),
-    /**
-     * Tokens per window (question, words and special tokens); default the tokenizer's limit
-     * (Python's max_seq_len).
-     */
-    maxSeqLength: z.number().int().min(1).optional(),
-    /** Overlap between windows, in tokens; default min(maxSeqLength / 2, 256) as in Python. */
-    docStride: z.number().int().min(0).optional(),
-  })
-  .strict();
+export const documentQuestionAnsweringOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** How many answers to return per input, best first (Python's default 1). */
+      topK: z.number().int().min(1).default(1),
+      /** Longest answer, in tokens (Python's max_answer_len). */
+      maxAnswerLength: z.number().int().min(1).default(15),
+      /** Adds the "no answer" candidate: the CLS score, an empty answer at words 0..0. */
+      handleImpossibleAnswer: z.boolean().default(false),
+      /**
+       * Tokens per window (question, words and special tokens); default the tokenizer's limit
+       * (Python's max_seq_len).
+       */
+      maxSeqLength: z.number().int().min(1).optional(),
+      /** Overlap between windows, in tokens; default min(maxSeqLength / 2, 256) as in Python. */
+      docStride: z.number().int().min(0).optional(),
+    })
+    .strict(),
+);
 
 export type DocumentQuestionAnsweringOptions = z.input<
-  typeof documentQuestionAnsweringOptionsSchema
+  typeof documentQuestionAnsweringOptionsSchema.schema
 >;
 
 /** Python's `word_boxes`: each word with its [x0, y0, x1, y1] box on the 0-1000 page grid. */
@@ -69,7 +72,7 @@ const NO_BOX: Box = [0, 0, 0, 0];
 export class DocumentQuestionAnsweringPipeline extends BasePipeline<
   DocumentQuestionAnsweringInput,
   DocumentAnswer[],
-  typeof documentQuestionAnsweringOptionsSchema
+  typeof documentQuestionAnsweringOptionsSchema.schema
 > {
   private readonly encoder: WordPairEncoder;
   private readonly maxSeqLength: number;
@@ -213,7 +216,9 @@ export const documentQuestionAnsweringTask: TaskDefinition = {
   needs: { tokenizer: true, inputs: ['bbox'], outputs: SPAN_LOGITS },
   task: TASK,
   execution: 'batch',
-  optionsSchema: documentQuestionAnsweringOptionsSchema,
+  get optionsSchema() {
+    return documentQuestionAnsweringOptionsSchema.schema;
+  },
   create: (model, options) =>
     new DocumentQuestionAnsweringPipeline(model, options as DocumentQuestionAnsweringOptions),
   // The word and box checks that need the model (its grid size) run in the pipeline.

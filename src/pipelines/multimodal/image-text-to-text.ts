@@ -41,6 +41,7 @@ import {
 } from './vlm-decoder.ts';
 import { VlmCohortStepper } from './vlm-cohort.ts';
 import { fullText, generatedText } from '../python-output.ts';
+import { readySchema } from '../../options/lazy-schema.ts';
 
 // textGeneration's decoding options; a response format and a system prompt are text-chat matters.
 export const imageTextToTextOptionsSchema = generationOptionsSchema.omit({
@@ -92,7 +93,7 @@ export class ImageTextToTextPipeline
   private defaults: Promise<GenerationDefaults> | undefined;
 
   constructor(model: LoadedModel, options: ImageTextToTextOptions = {}) {
-    super(TASK, model, imageTextToTextOptionsSchema, options);
+    super(TASK, model, readySchema(imageTextToTextOptionsSchema), options);
     this.graphs = vlmGraphsOf(model);
   }
 

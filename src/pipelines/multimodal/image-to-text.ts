@@ -34,6 +34,7 @@ import {
 } from '../vision/image-preprocess.ts';
 import { pixelGroups, pixelInputName, type PixelValues } from '../vision/pixel-batch.ts';
 import { generatedText } from '../python-output.ts';
+import { readySchema } from '../../options/lazy-schema.ts';
 
 // Truncation is about text inputs; an image is always resized to the encoder's input.
 export const imageToTextOptionsSchema = seq2seqOptionsSchema.omit({ truncation: true }).strict();
@@ -57,7 +58,7 @@ export class ImageToTextPipeline
   private defaults: Promise<Seq2SeqDefaults> | undefined;
 
   constructor(model: LoadedModel, options: ImageToTextOptions = {}) {
-    super(TASK, model, imageToTextOptionsSchema, options);
+    super(TASK, model, readySchema(imageToTextOptionsSchema), options);
     this.layout = seq2seqLayoutOf(model);
     this.preprocessor = compilePreprocessor(model.preprocessor, model.folder);
     this.inputName = pixelInputName(this.layout.encoder.inputNames);

@@ -5,7 +5,8 @@
 // answer. A list of queries on one table gives one answer per query; `sequential` feeds each
 // query the cells the previous one selected (the prev_labels conversational SQA models read).
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError, InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { requireTokenizer } from '../pipeline.ts';
@@ -33,23 +34,27 @@ import {
   type TapasEncoding,
 } from './tapas-encoding.ts';
 
-export const tableQuestionAnsweringOptionsSchema = z
-  .object({
-    /**
-     * Drop rows from the end of a table too long for the model (Python's default for TAPAS,
-     * `drop_rows_to_fit`); false refuses such a table with an InputError.
-     */
-    truncation: z.boolean().default(true),
-    /**
-     * For a list of queries on one table: run them one after another, each seeing the cells the
-     * previous one selected (Python's `sequential=True`, for SQA models). Default false: every
-     * query alone.
-     */
-    sequential: z.boolean().default(false),
-  })
-  .strict();
+export const tableQuestionAnsweringOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /**
+       * Drop rows from the end of a table too long for the model (Python's default for TAPAS,
+       * `drop_rows_to_fit`); false refuses such a table with an InputError.
+       */
+      truncation: z.boolean().default(true),
+      /**
+       * For a list of queries on one table: run them one after another, each seeing the cells the
+       * previous one selected (Python's `sequential=True`, for SQA models). Default false: every
+       * query alone.
+       */
+      sequential: z.boolean().default(false),
+    })
+    .strict(),
+);
 
-export type TableQuestionAnsweringOptions = z.input<typeof tableQuestionAnsweringOptionsSchema>;
+export type TableQuestionAnsweringOptions = z.input<
+  typeof tableQuestionAnsweringOptionsSchema.schema
+>;
 
 export interface TableQuestionAnsweringInput {
   table: Record<string, string[]> | string[][];
@@ -70,7 +75,7 @@ interface Job {
 export class TableQuestionAnsweringPipeline extends BasePipeline<
   TableQuestionAnsweringInput,
   TableAnswer | TableAnswer[],
-  typeof tableQuestionAnsweringOptionsSchema
+  typeof tableQuestionAnsweringOptionsSchema.schema
 > {
   private readonly encoder: TapasEncoder;
   private readonly aggregation: Aggregation | undefined;
@@ -259,7 +264,9 @@ export const tableQuestionAnsweringTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: tableQuestionAnsweringOptionsSchema,
+  get optionsSchema() {
+    return tableQuestionAnsweringOptionsSchema.schema;
+  },
   create: (model, options) =>
     new TableQuestionAnsweringPipeline(model, options as TableQuestionAnsweringOptions),
   // The whole shape is checked here, so a ragged table never reaches a batch; the checks that

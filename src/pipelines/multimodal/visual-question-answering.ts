@@ -2,7 +2,8 @@
 // the question tokenized alone, the image through the model's image processor, one forward pass,
 // a sigmoid per answer and the best topK answers (default 5, capped at the number of answers).
 // transformers 5 removed the pipeline; the goldens come from its steps in scripts/models/kit/vilt.py.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -25,19 +26,23 @@ import {
   type ViltPreprocessor,
 } from './vilt-preprocess.ts';
 
-export const visualQuestionAnsweringOptionsSchema = z
-  .object({
-    /** How many answers to return, best first (Python's default 5; capped at the answers there are). */
-    topK: z.number().int().min(1).default(5),
-    /**
-     * Cut a question longer than the model reads to its length. Python's default (false) fails
-     * such a question; so does this pipeline, with an InputError naming the limit.
-     */
-    truncation: z.boolean().default(false),
-  })
-  .strict();
+export const visualQuestionAnsweringOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** How many answers to return, best first (Python's default 5; capped at the answers there are). */
+      topK: z.number().int().min(1).default(5),
+      /**
+       * Cut a question longer than the model reads to its length. Python's default (false) fails
+       * such a question; so does this pipeline, with an InputError naming the limit.
+       */
+      truncation: z.boolean().default(false),
+    })
+    .strict(),
+);
 
-export type VisualQuestionAnsweringOptions = z.input<typeof visualQuestionAnsweringOptionsSchema>;
+export type VisualQuestionAnsweringOptions = z.input<
+  typeof visualQuestionAnsweringOptionsSchema.schema
+>;
 
 export interface VisualQuestionAnsweringInput {
   image: ImageInput;
@@ -54,7 +59,7 @@ const TASK = 'visualQuestionAnswering';
 export class VisualQuestionAnsweringPipeline extends BasePipeline<
   VisualQuestionAnsweringInput,
   VisualAnswer[],
-  typeof visualQuestionAnsweringOptionsSchema
+  typeof visualQuestionAnsweringOptionsSchema.schema
 > {
   private readonly preprocessor: ViltPreprocessor;
   private readonly maxTokens: number | undefined;
@@ -137,7 +142,9 @@ export const visualQuestionAnsweringTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: visualQuestionAnsweringOptionsSchema,
+  get optionsSchema() {
+    return visualQuestionAnsweringOptionsSchema.schema;
+  },
   create: (model, options) =>
     new VisualQuestionAnsweringPipeline(model, options as VisualQuestionAnsweringOptions),
   // The route reads `image` itself (src/route/image-input.ts, held to the image limits); the

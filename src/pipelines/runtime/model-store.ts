@@ -113,9 +113,6 @@ export class ModelStore {
     const config = await readModelConfig(folder);
     const sentenceTransformers = await readSentenceTransformersConfig(folder);
     const files = await readdir(folder);
-    const tokenizer = files.includes('tokenizer.json')
-      ? await TextTokenizer.load(folder, config.maxPositionEmbeddings)
-      : undefined;
     const preprocessor = files.includes('preprocessor_config.json')
       ? (JSON.parse(await readFile(join(folder, 'preprocessor_config.json'), 'utf8')) as Record<
           string,
@@ -127,6 +124,12 @@ export class ModelStore {
       Promise.all(graphs.map(([, path]) => this.session(path, runtime))),
       Promise.all(graphs.map(([, path]) => isBatchInvariant(path))),
     ]);
+    // After the sessions: ONNX Runtime's parse of a model with its weights inline holds ~half the
+    // weights again until it ends, and a shard's other threads wait on it (the shared session);
+    // tokenizers loaded only now are not resident beside that peak (docs/performance.md).
+    const tokenizer = files.includes('tokenizer.json')
+      ? await TextTokenizer.load(folder, config.maxPositionEmbeddings)
+      : undefined;
     const sessions = new Map(graphs.map(([name], i) => [name, ready[i] as OrtSession]));
     const main = ready[graphs.findIndex(([, path]) => path === onnx.main)] as OrtSession;
     const batchInvariant = invariant.every(Boolean);

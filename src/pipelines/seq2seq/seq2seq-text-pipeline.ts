@@ -30,6 +30,7 @@ import {
   type RunSession,
   type Seq2SeqLayout,
 } from './seq2seq-model.ts';
+import { readySchema } from '../../options/lazy-schema.ts';
 
 export type Seq2SeqTask = 'text2textGeneration' | 'summarization' | 'translation';
 
@@ -66,7 +67,9 @@ export class Seq2SeqTextPipeline
   ) {
     // Each task validates with its own schema (no srcLang outside translation) before the shared one.
     parseWithSchema(schema, options ?? {}, 'options');
-    super(task, model, translationOptionsSchema, options);
+    // A copy, so that the shared schema fills its own defaults even into options compiled by the
+    // task's (src/options/compiled.ts: spreading drops the mark).
+    super(task, model, readySchema(translationOptionsSchema), { ...options });
     this.layout = seq2seqLayoutOf(model);
     this.field = OUTPUT_FIELD[task];
     this.pythonTask = PYTHON_TASK[task];

@@ -3,7 +3,8 @@
 // probability and every class's probability, best first; for a regressor the predicted value.
 // A batch's rows go through one session.run; each row's result depends on that row alone.
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError, InputError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LabelScore } from '../runtime/label-scores.ts';
@@ -15,14 +16,16 @@ import { ROW_SHAPE, rowShapeProblem, rowValues, type TabularRow } from './tabula
 
 export type { TabularRow } from './tabular-row.ts';
 
-export const tabularOptionsSchema = z
-  .object({
-    /** How many classes `scores` lists, best first; null (the default) lists every class, as predict_proba. */
-    topK: z.number().int().min(1).nullable().default(null),
-  })
-  .strict();
+export const tabularOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** How many classes `scores` lists, best first; null (the default) lists every class, as predict_proba. */
+      topK: z.number().int().min(1).nullable().default(null),
+    })
+    .strict(),
+);
 
-export type TabularOptions = z.input<typeof tabularOptionsSchema>;
+export type TabularOptions = z.input<typeof tabularOptionsSchema.schema>;
 
 export interface TabularClassification {
   /** The class `predict` returns (its name from config.json's id2label). */
@@ -44,7 +47,7 @@ const TASK = 'tabular';
 export class TabularPipeline extends BasePipeline<
   TabularRow,
   TabularPrediction,
-  typeof tabularOptionsSchema
+  typeof tabularOptionsSchema.schema
 > {
   readonly description: TabularModel;
 
@@ -156,7 +159,9 @@ export const tabularTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: tabularOptionsSchema,
+  get optionsSchema() {
+    return tabularOptionsSchema.schema;
+  },
   create: (model, options) => new TabularPipeline(model, options as TabularOptions),
   // The row's shape is checked here; its width and feature names are the model's, which the route
   // does not hold, so the pipeline checks those (a mismatch is dead-lettered at inference).

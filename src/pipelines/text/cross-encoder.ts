@@ -1,7 +1,8 @@
 // Reranking with a cross-encoder: each (query, document) pair is one row of a one-logit
 // sequence classifier, scored as Python's text-classification pipeline scores a pair (sigmoid
 // by default), then the documents come back best first with their original positions.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InputError, ModelFolderError } from '../../errors.ts';
 import { sigmoid } from '../runtime/math.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
@@ -10,22 +11,24 @@ import { isObject, UNIT_COST, type TaskDefinition, logitsNeed } from '../task-de
 import { BasePipeline } from '../base-pipeline.ts';
 import type { TextInput } from '../runtime/text-tokenizer.ts';
 
-export const crossEncoderOptionsSchema = z
-  .object({
-    /** 'sigmoid' gives a relevance in (0, 1); 'none' gives the raw logit. */
-    functionToApply: z.enum(['sigmoid', 'none']).default('sigmoid'),
-    /** Documents scoring below this are left out; null keeps every document. */
-    threshold: z.number().nullable().default(null),
-    /** Best first (ties keep input order); false keeps the input order. */
-    sort: z.boolean().default(true),
-    /** At most this many documents per query, after sorting and the threshold. */
-    topK: z.number().int().min(1).nullable().default(null),
-    /** Truncate pairs longer than the model allows, longest sequence first, as Python. */
-    truncation: z.boolean().default(true),
-  })
-  .strict();
+export const crossEncoderOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** 'sigmoid' gives a relevance in (0, 1); 'none' gives the raw logit. */
+      functionToApply: z.enum(['sigmoid', 'none']).default('sigmoid'),
+      /** Documents scoring below this are left out; null keeps every document. */
+      threshold: z.number().nullable().default(null),
+      /** Best first (ties keep input order); false keeps the input order. */
+      sort: z.boolean().default(true),
+      /** At most this many documents per query, after sorting and the threshold. */
+      topK: z.number().int().min(1).nullable().default(null),
+      /** Truncate pairs longer than the model allows, longest sequence first, as Python. */
+      truncation: z.boolean().default(true),
+    })
+    .strict(),
+);
 
-export type CrossEncoderOptions = z.input<typeof crossEncoderOptionsSchema>;
+export type CrossEncoderOptions = z.input<typeof crossEncoderOptionsSchema.schema>;
 
 export interface CrossEncoderInput {
   query: string;
@@ -44,7 +47,7 @@ const TASK = 'crossEncoder';
 export class CrossEncoderPipeline extends BasePipeline<
   CrossEncoderInput,
   RankedDocument[],
-  typeof crossEncoderOptionsSchema
+  typeof crossEncoderOptionsSchema.schema
 > {
   constructor(model: LoadedModel, options: CrossEncoderOptions = {}) {
     super(TASK, model, crossEncoderOptionsSchema, options);
@@ -123,7 +126,9 @@ export const crossEncoderTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: crossEncoderOptionsSchema,
+  get optionsSchema() {
+    return crossEncoderOptionsSchema.schema;
+  },
   create: (model, options) => new CrossEncoderPipeline(model, options as CrossEncoderOptions),
   // sentence-transformers' CrossEncoder.rank(query, documents, return_documents=True).
   pythonOutput: (result) =>

@@ -4,7 +4,8 @@
 // the defaults are the folder's own (sentence-transformers-config.ts), so that no options give
 // what `SentenceTransformer(folder).encode` gives.
 import { resolve } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError, ModelFolderError } from '../../errors.ts';
 import { l2Normalize, maskedMean } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -25,23 +26,25 @@ import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 
 // pooling, normalize, maxLength and lowerCase have no schema default: an unset one falls back to
 // the model folder's sentence-transformers files, then to the defaults in `settle` below.
-export const featureExtractionOptionsSchema = z
-  .object({
-    /** Default: the folder's Pooling config, else mean. */
-    pooling: z.enum(['mean', 'cls', 'max', 'pooled', 'none']).optional(),
-    /** Default: true when the folder's modules.json lists a Normalize module, else false. */
-    normalize: z.boolean().optional(),
-    /** Which model output holds the hidden states; default last_hidden_state or the first output. */
-    outputName: z.string().optional(),
-    truncation: z.boolean().default(true),
-    /** Truncation length; default sentence_bert_config.json's max_seq_length, else the tokenizer's. */
-    maxLength: z.number().int().min(1).optional(),
-    /** Lower-case texts before tokenizing; default sentence_bert_config.json's do_lower_case, else false. */
-    lowerCase: z.boolean().optional(),
-  })
-  .strict();
+export const featureExtractionOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Default: the folder's Pooling config, else mean. */
+      pooling: z.enum(['mean', 'cls', 'max', 'pooled', 'none']).optional(),
+      /** Default: true when the folder's modules.json lists a Normalize module, else false. */
+      normalize: z.boolean().optional(),
+      /** Which model output holds the hidden states; default last_hidden_state or the first output. */
+      outputName: z.string().optional(),
+      truncation: z.boolean().default(true),
+      /** Truncation length; default sentence_bert_config.json's max_seq_length, else the tokenizer's. */
+      maxLength: z.number().int().min(1).optional(),
+      /** Lower-case texts before tokenizing; default sentence_bert_config.json's do_lower_case, else false. */
+      lowerCase: z.boolean().optional(),
+    })
+    .strict(),
+);
 
-export type FeatureExtractionOptions = z.input<typeof featureExtractionOptionsSchema>;
+export type FeatureExtractionOptions = z.input<typeof featureExtractionOptionsSchema.schema>;
 /** A vector for pooled embeddings; one vector per token when pooling is 'none'. */
 export type FeatureExtractionResult = Float32Array | Float32Array[];
 
@@ -50,7 +53,7 @@ const TASK = 'featureExtraction';
 export class FeatureExtractionPipeline extends BasePipeline<
   string,
   FeatureExtractionResult,
-  typeof featureExtractionOptionsSchema
+  typeof featureExtractionOptionsSchema.schema
 > {
   /** The options with the folder's sentence-transformers defaults filled in. */
   private readonly settled: Settled;
@@ -169,7 +172,7 @@ function devicePoolingOf(
   return { pooling, normalize, hiddenType: meta.type };
 }
 
-type Parsed = z.output<typeof featureExtractionOptionsSchema>;
+type Parsed = z.output<typeof featureExtractionOptionsSchema.schema>;
 type Settled = Parsed & {
   pooling: NonNullable<Parsed['pooling']>;
   normalize: boolean;
@@ -205,7 +208,9 @@ export const featureExtractionTask: TaskDefinition = {
   needs: { tokenizer: true, inputs: ['input_ids'] },
   task: TASK,
   execution: 'batch',
-  optionsSchema: featureExtractionOptionsSchema,
+  get optionsSchema() {
+    return featureExtractionOptionsSchema.schema;
+  },
   create: (model, options) =>
     new FeatureExtractionPipeline(model, options as FeatureExtractionOptions),
   // A pooled vector is sentence-transformers' encode(); every token's vector is the transformers

@@ -2,7 +2,8 @@
 // each mask, optionally restricted to target tokens, and each candidate written back into the
 // input and decoded. One mask gives a list of candidates; several masks give one list per mask,
 // each decoded with the other masks (and special tokens) left visible, as Python does.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { ConfigError, InputError } from '../../errors.ts';
 import { softmax, topKIndices } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -12,18 +13,20 @@ import { floatOutput } from '../runtime/tensors.ts';
 import { textInput, type TaskDefinition } from '../task-definition.ts';
 import type { TextTokenizer } from '../runtime/text-tokenizer.ts';
 
-export const fillMaskOptionsSchema = z
-  .object({
-    /** Candidates per mask, best first; capped at the number of targets. */
-    topK: z.number().int().min(1).default(5),
-    /** Restricts candidates to these tokens (a word missing from the vocabulary: its first token). */
-    targets: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
-    /** Python does not truncate: a text longer than the model's limit is an input error. */
-    truncation: z.boolean().default(false),
-  })
-  .strict();
+export const fillMaskOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Candidates per mask, best first; capped at the number of targets. */
+      topK: z.number().int().min(1).default(5),
+      /** Restricts candidates to these tokens (a word missing from the vocabulary: its first token). */
+      targets: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
+      /** Python does not truncate: a text longer than the model's limit is an input error. */
+      truncation: z.boolean().default(false),
+    })
+    .strict(),
+);
 
-export type FillMaskOptions = z.input<typeof fillMaskOptionsSchema>;
+export type FillMaskOptions = z.input<typeof fillMaskOptionsSchema.schema>;
 export interface FillMaskPrediction {
   score: number;
   token: number;
@@ -44,7 +47,7 @@ const TASK = 'fillMask';
 export class FillMaskPipeline extends BasePipeline<
   string,
   FillMaskResult,
-  typeof fillMaskOptionsSchema
+  typeof fillMaskOptionsSchema.schema
 > {
   private readonly maskId: number;
   private targets: Promise<ResolvedTargets> | undefined;
@@ -197,7 +200,9 @@ export const fillMaskTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: fillMaskOptionsSchema,
+  get optionsSchema() {
+    return fillMaskOptionsSchema.schema;
+  },
   create: (model, options) => new FillMaskPipeline(model, options as FillMaskOptions),
   ...textInput,
   inputKind: 'text',

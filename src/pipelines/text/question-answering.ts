@@ -3,7 +3,8 @@
 // the goldens come from the reference in scripts/models/kit/qa_reference.py): question first and
 // context second, the context cut into overlapping windows, spans scored per window, the best
 // spans over all windows mapped back to character offsets in the context.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError, InputError } from '../../errors.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -13,27 +14,29 @@ import { floatOutput, row } from '../runtime/tensors.ts';
 import { isObject, UNIT_COST, type TaskDefinition, SPAN_LOGITS } from '../task-definition.ts';
 import type { TextTokenizer, TokenizedText } from '../runtime/text-tokenizer.ts';
 
-export const questionAnsweringOptionsSchema = z
-  .object({
-    /** How many answers to return per input, best first. */
-    topK: z.number().int().min(1).default(1),
-    /** Longest answer, in tokens. */
-    maxAnswerLength: z.number().int().min(1).default(15),
-    /** Adds the "no answer" candidate (score of CLS as start and end; empty answer at 0..0). */
-    handleImpossibleAnswer: z.boolean().default(false),
-    /** Overlap between context windows, in tokens; capped at half of maxSeqLength as Python does. */
-    docStride: z.number().int().min(0).default(128),
-    /** Tokens per window (question, context and special tokens); default the tokenizer's limit. */
-    maxSeqLength: z.number().int().min(1).optional(),
-    /**
-     * Accepted for compatibility: Python only applies it with slow (non-Rust) tokenizers, so with
-     * tokenizer.json it changes nothing; a question that leaves no room for context is an error.
-     */
-    maxQuestionLength: z.number().int().min(1).default(64),
-  })
-  .strict();
+export const questionAnsweringOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** How many answers to return per input, best first. */
+      topK: z.number().int().min(1).default(1),
+      /** Longest answer, in tokens. */
+      maxAnswerLength: z.number().int().min(1).default(15),
+      /** Adds the "no answer" candidate (score of CLS as start and end; empty answer at 0..0). */
+      handleImpossibleAnswer: z.boolean().default(false),
+      /** Overlap between context windows, in tokens; capped at half of maxSeqLength as Python does. */
+      docStride: z.number().int().min(0).default(128),
+      /** Tokens per window (question, context and special tokens); default the tokenizer's limit. */
+      maxSeqLength: z.number().int().min(1).optional(),
+      /**
+       * Accepted for compatibility: Python only applies it with slow (non-Rust) tokenizers, so with
+       * tokenizer.json it changes nothing; a question that leaves no room for context is an error.
+       */
+      maxQuestionLength: z.number().int().min(1).default(64),
+    })
+    .strict(),
+);
 
-export type QuestionAnsweringOptions = z.input<typeof questionAnsweringOptionsSchema>;
+export type QuestionAnsweringOptions = z.input<typeof questionAnsweringOptionsSchema.schema>;
 export interface QuestionAnsweringInput {
   question: string;
   context: string;
@@ -51,7 +54,7 @@ const TASK = 'questionAnswering';
 export class QuestionAnsweringPipeline extends BasePipeline<
   QuestionAnsweringInput,
   Answer[],
-  typeof questionAnsweringOptionsSchema
+  typeof questionAnsweringOptionsSchema.schema
 > {
   private readonly maxSeqLength: number;
   private readonly docStride: number;
@@ -186,7 +189,9 @@ export const questionAnsweringTask: TaskDefinition = {
   needs: { tokenizer: true, inputs: ['input_ids'], outputs: SPAN_LOGITS },
   task: TASK,
   execution: 'batch',
-  optionsSchema: questionAnsweringOptionsSchema,
+  get optionsSchema() {
+    return questionAnsweringOptionsSchema.schema;
+  },
   create: (model, options) =>
     new QuestionAnsweringPipeline(model, options as QuestionAnsweringOptions),
   // transformers' question-answering pipeline answers a single question with the answer itself

@@ -1,6 +1,7 @@
 // Sequence classification with Python's rules for turning logits into scores: softmax for
 // single-label models, sigmoid for multi-label or one-logit models, none for regression.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InputError } from '../../errors.ts';
 import {
   defaultScoreFunction,
@@ -15,17 +16,19 @@ import { row } from '../runtime/tensors.ts';
 import { isObject, UNIT_COST, type TaskDefinition, logitsNeed } from '../task-definition.ts';
 import type { TextInput } from '../runtime/text-tokenizer.ts';
 
-export const textClassificationOptionsSchema = z
-  .object({
-    /** Default: chosen from the model config as Python chooses it. */
-    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
-    /** How many labels to return, best first; null returns every label. */
-    topK: z.number().int().min(1).nullable().default(1),
-    truncation: z.boolean().default(true),
-  })
-  .strict();
+export const textClassificationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Default: chosen from the model config as Python chooses it. */
+      functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+      /** How many labels to return, best first; null returns every label. */
+      topK: z.number().int().min(1).nullable().default(1),
+      truncation: z.boolean().default(true),
+    })
+    .strict(),
+);
 
-export type TextClassificationOptions = z.input<typeof textClassificationOptionsSchema>;
+export type TextClassificationOptions = z.input<typeof textClassificationOptionsSchema.schema>;
 export type { LabelScore };
 export type TextClassificationInput = string | { text: string; textPair?: string };
 
@@ -34,7 +37,7 @@ const TASK = 'textClassification';
 export class TextClassificationPipeline extends BasePipeline<
   TextClassificationInput,
   LabelScore[],
-  typeof textClassificationOptionsSchema
+  typeof textClassificationOptionsSchema.schema
 > {
   private readonly apply: ScoreFunction;
 
@@ -77,7 +80,9 @@ export const textClassificationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: textClassificationOptionsSchema,
+  get optionsSchema() {
+    return textClassificationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new TextClassificationPipeline(model, options as TextClassificationOptions),
   // A single text truncates; a pair is an object, held to the limit as it is.

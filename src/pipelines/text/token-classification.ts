@@ -2,7 +2,8 @@
 // token, special tokens dropped, subword detection from the tokenizer, then the chosen
 // aggregation (token-aggregation.ts). Offsets are code points into the original text, as Python's.
 import { Tokenizer } from 'tokenizers';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { softmax } from '../runtime/math.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -21,23 +22,25 @@ import {
 
 export type { AggregationStrategy, Entity, EntityGroup, TokenEntity } from './token-aggregation.ts';
 
-export const tokenClassificationOptionsSchema = z
-  .object({
-    /** How tokens become entities; 'none' returns one entity per token, as Python's default. */
-    aggregationStrategy: z.enum(['none', 'simple', 'first', 'average', 'max']).default('none'),
-    /** Entities (or groups) with these labels are dropped. */
-    ignoreLabels: z.array(z.string()).default(['O']),
-  })
-  .strict();
+export const tokenClassificationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** How tokens become entities; 'none' returns one entity per token, as Python's default. */
+      aggregationStrategy: z.enum(['none', 'simple', 'first', 'average', 'max']).default('none'),
+      /** Entities (or groups) with these labels are dropped. */
+      ignoreLabels: z.array(z.string()).default(['O']),
+    })
+    .strict(),
+);
 
-export type TokenClassificationOptions = z.input<typeof tokenClassificationOptionsSchema>;
+export type TokenClassificationOptions = z.input<typeof tokenClassificationOptionsSchema.schema>;
 
 const TASK = 'tokenClassification';
 
 export class TokenClassificationPipeline extends BasePipeline<
   string,
   Entity[],
-  typeof tokenClassificationOptionsSchema
+  typeof tokenClassificationOptionsSchema.schema
 > {
   private readonly context: AggregationContext;
   private readonly subwordPrefix: string | undefined;
@@ -128,7 +131,9 @@ export const tokenClassificationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: tokenClassificationOptionsSchema,
+  get optionsSchema() {
+    return tokenClassificationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new TokenClassificationPipeline(model, options as TokenClassificationOptions),
   pythonOutput: (result) =>

@@ -1,7 +1,8 @@
 // Zero-shot classification with an NLI model, as transformers' ZeroShotClassificationPipeline:
 // each (sequence, "This example is <label>.") pair is one premise/hypothesis row, and the
 // entailment logits of a sequence's rows become its label scores.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InputError } from '../../errors.ts';
 import { softmax } from '../runtime/math.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
@@ -15,19 +16,23 @@ import type { TokenizedText } from '../runtime/text-tokenizer.ts';
 
 const TASK = 'zeroShotClassification';
 
-export const zeroShotClassificationOptionsSchema = z
-  .object({
-    /** The labels to score; a string is split on commas, as Python does. Required. */
-    candidateLabels: z.union([z.array(z.string()), z.string()]),
-    /** Turns a label into the NLI hypothesis; `{}` is replaced by the label (Python format). */
-    hypothesisTemplate: z.string().default('This example is {}.'),
-    /** false: scores are a softmax across labels (sum to 1); true: each label on its own. */
-    multiLabel: z.boolean().default(false),
-  })
-  .strict()
-  .superRefine(checkCandidateLabels(TASK));
+export const zeroShotClassificationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** The labels to score; a string is split on commas, as Python does. Required. */
+      candidateLabels: z.union([z.array(z.string()), z.string()]),
+      /** Turns a label into the NLI hypothesis; `{}` is replaced by the label (Python format). */
+      hypothesisTemplate: z.string().default('This example is {}.'),
+      /** false: scores are a softmax across labels (sum to 1); true: each label on its own. */
+      multiLabel: z.boolean().default(false),
+    })
+    .strict()
+    .superRefine(checkCandidateLabels(TASK)),
+);
 
-export type ZeroShotClassificationOptions = z.input<typeof zeroShotClassificationOptionsSchema>;
+export type ZeroShotClassificationOptions = z.input<
+  typeof zeroShotClassificationOptionsSchema.schema
+>;
 
 export interface ZeroShotResult {
   sequence: string;
@@ -39,7 +44,7 @@ export interface ZeroShotResult {
 export class ZeroShotClassificationPipeline extends BasePipeline<
   string,
   ZeroShotResult,
-  typeof zeroShotClassificationOptionsSchema
+  typeof zeroShotClassificationOptionsSchema.schema
 > {
   private readonly labels: string[];
   private readonly hypotheses: string[];
@@ -149,7 +154,9 @@ export const zeroShotClassificationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: zeroShotClassificationOptionsSchema,
+  get optionsSchema() {
+    return zeroShotClassificationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new ZeroShotClassificationPipeline(model, options as ZeroShotClassificationOptions),
   inputSchema: textInput.inputSchema,

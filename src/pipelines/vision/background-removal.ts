@@ -3,7 +3,8 @@
 // gives probabilities already), upsampled bilinearly to the image's size, stretched to [0, 1] by
 // its minimum and maximum, scaled to 8 bits (truncated, as numpy's astype(uint8)), and put into
 // the image as its alpha channel (PIL's putalpha: the RGB pixels are kept as they are).
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { ModelFolderError } from '../../errors.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
@@ -21,24 +22,26 @@ import {
 import { pixelGroups, pixelInputName } from './pixel-batch.ts';
 import { encodePng } from './png-encode.ts';
 
-export const backgroundRemovalOptionsSchema = z
-  .object({
-    /**
-     * How the net's output becomes a foreground probability. Default: 'sigmoid' when the output
-     * is called `logits` (transformers' name for raw scores), else 'none' (RMBG and U²-Net ONNX
-     * files end in a sigmoid already).
-     */
-    activation: z.enum(['sigmoid', 'none']).optional(),
-    /** Stretch the upsampled map so its minimum is 0 and its maximum 255, as RMBG does. */
-    minMax: z.boolean().default(true),
-    /** Also return the mask alone (PNG, 8-bit grey). */
-    returnMask: z.boolean().default(false),
-    /** Also return the net's output for the image, before upsampling. */
-    returnTensor: z.boolean().default(false),
-  })
-  .strict();
+export const backgroundRemovalOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /**
+       * How the net's output becomes a foreground probability. Default: 'sigmoid' when the output
+       * is called `logits` (transformers' name for raw scores), else 'none' (RMBG and U²-Net ONNX
+       * files end in a sigmoid already).
+       */
+      activation: z.enum(['sigmoid', 'none']).optional(),
+      /** Stretch the upsampled map so its minimum is 0 and its maximum 255, as RMBG does. */
+      minMax: z.boolean().default(true),
+      /** Also return the mask alone (PNG, 8-bit grey). */
+      returnMask: z.boolean().default(false),
+      /** Also return the net's output for the image, before upsampling. */
+      returnTensor: z.boolean().default(false),
+    })
+    .strict(),
+);
 
-export type BackgroundRemovalOptions = z.input<typeof backgroundRemovalOptionsSchema>;
+export type BackgroundRemovalOptions = z.input<typeof backgroundRemovalOptionsSchema.schema>;
 
 export interface BackgroundRemovalResult {
   /** PNG, RGBA, the input's size: its RGB pixels with the foreground mask as alpha. */
@@ -54,7 +57,7 @@ const TASK = 'backgroundRemoval';
 export class BackgroundRemovalPipeline extends BasePipeline<
   ImageInput,
   BackgroundRemovalResult,
-  typeof backgroundRemovalOptionsSchema
+  typeof backgroundRemovalOptionsSchema.schema
 > {
   private readonly preprocessor: ImagePreprocessor;
   private readonly inputName: string;
@@ -151,7 +154,9 @@ export const backgroundRemovalTask: TaskDefinition = {
   needs: { preprocessor: true },
   task: TASK,
   execution: 'batch',
-  optionsSchema: backgroundRemovalOptionsSchema,
+  get optionsSchema() {
+    return backgroundRemovalOptionsSchema.schema;
+  },
   create: (model, options) =>
     new BackgroundRemovalPipeline(model, options as BackgroundRemovalOptions),
   ...imageInput,

@@ -2,7 +2,8 @@
 // model with a `predicted_depth` output [batch, height, width]): the prediction resized to the
 // image with torch's bicubic interpolation, and an 8-bit depth image scaled from its minimum (0)
 // to its maximum (255), as PNG bytes. The float map itself comes back when asked for.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -15,14 +16,16 @@ import { compilePreprocessor, type ImagePreprocessor } from './image-preprocess.
 import { imageInput } from './image-task.ts';
 import { torchBicubic, type FloatImage } from './torch-bicubic.ts';
 
-export const depthEstimationOptionsSchema = z
-  .object({
-    /** Also return the float depth map at the image's size (Python's `predicted_depth`). */
-    predictedDepth: z.boolean().default(false),
-  })
-  .strict();
+export const depthEstimationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Also return the float depth map at the image's size (Python's `predicted_depth`). */
+      predictedDepth: z.boolean().default(false),
+    })
+    .strict(),
+);
 
-export type DepthEstimationOptions = z.input<typeof depthEstimationOptionsSchema>;
+export type DepthEstimationOptions = z.input<typeof depthEstimationOptionsSchema.schema>;
 
 export interface DepthResult {
   /** Greyscale PNG at the image's size: the nearest point 0 or 255 by the model's convention. */
@@ -37,7 +40,7 @@ const OUTPUT = 'predicted_depth';
 export class DepthEstimationPipeline extends BasePipeline<
   ImageInput,
   DepthResult,
-  typeof depthEstimationOptionsSchema
+  typeof depthEstimationOptionsSchema.schema
 > {
   private readonly preprocessor: ImagePreprocessor;
 
@@ -108,7 +111,9 @@ export const depthEstimationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: depthEstimationOptionsSchema,
+  get optionsSchema() {
+    return depthEstimationOptionsSchema.schema;
+  },
   create: (model, options) => new DepthEstimationPipeline(model, options as DepthEstimationOptions),
   pythonOutput: (result) => {
     const { depth, predictedDepth } = result as DepthResult;

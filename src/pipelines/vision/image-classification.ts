@@ -2,7 +2,8 @@
 // image processor from preprocessor_config.json, then the same scores as text classification
 // (softmax, or sigmoid for multi-label / one-logit models), sorted, top 5 by default.
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { decodeImage, type ImageInput } from './image-decode.ts';
 import {
@@ -25,23 +26,25 @@ import { imageInput } from './image-task.ts';
 
 export type { ImageInput } from './image-decode.ts';
 
-export const imageClassificationOptionsSchema = z
-  .object({
-    /** Default: chosen from the model config as Python chooses it. */
-    functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
-    /** How many labels to return, best first (Python's default 5); null returns every label. */
-    topK: z.number().int().min(1).nullable().default(5),
-  })
-  .strict();
+export const imageClassificationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Default: chosen from the model config as Python chooses it. */
+      functionToApply: z.enum(['softmax', 'sigmoid', 'none']).optional(),
+      /** How many labels to return, best first (Python's default 5); null returns every label. */
+      topK: z.number().int().min(1).nullable().default(5),
+    })
+    .strict(),
+);
 
-export type ImageClassificationOptions = z.input<typeof imageClassificationOptionsSchema>;
+export type ImageClassificationOptions = z.input<typeof imageClassificationOptionsSchema.schema>;
 
 const TASK = 'imageClassification';
 
 export class ImageClassificationPipeline extends BasePipeline<
   ImageInput,
   LabelScore[],
-  typeof imageClassificationOptionsSchema
+  typeof imageClassificationOptionsSchema.schema
 > {
   private readonly preprocessor: ImagePreprocessor;
   private readonly apply: ScoreFunction;
@@ -88,7 +91,9 @@ export const imageClassificationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: imageClassificationOptionsSchema,
+  get optionsSchema() {
+    return imageClassificationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new ImageClassificationPipeline(model, options as ImageClassificationOptions),
   ...imageInput,

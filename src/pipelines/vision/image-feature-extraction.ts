@@ -2,7 +2,8 @@
 // image-feature-extraction pipeline gives them: every token's hidden state by default, or the
 // model's pooled output; the first token (CLS) and the token mean are ours, for encoders whose
 // pooled output is not the embedding wanted.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { l2Normalize } from '../runtime/math.ts';
@@ -14,21 +15,25 @@ import type { ImageInput } from './image-decode.ts';
 import { compilePreprocessor, type ImagePreprocessor } from './image-preprocess.ts';
 import { imageInput } from './image-task.ts';
 
-export const imageFeatureExtractionOptionsSchema = z
-  .object({
-    /**
-     * 'none': every token's vector (Python's default, pool=False); 'pooled': the model's
-     * pooler_output (Python's pool=True); 'cls': the first token; 'mean': the mean over tokens.
-     */
-    pooling: z.enum(['none', 'pooled', 'cls', 'mean']).default('none'),
-    /** L2-normalise each vector. */
-    normalize: z.boolean().default(false),
-    /** Which output holds the hidden states; default last_hidden_state, else the first output. */
-    outputName: z.string().optional(),
-  })
-  .strict();
+export const imageFeatureExtractionOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /**
+       * 'none': every token's vector (Python's default, pool=False); 'pooled': the model's
+       * pooler_output (Python's pool=True); 'cls': the first token; 'mean': the mean over tokens.
+       */
+      pooling: z.enum(['none', 'pooled', 'cls', 'mean']).default('none'),
+      /** L2-normalise each vector. */
+      normalize: z.boolean().default(false),
+      /** Which output holds the hidden states; default last_hidden_state, else the first output. */
+      outputName: z.string().optional(),
+    })
+    .strict(),
+);
 
-export type ImageFeatureExtractionOptions = z.input<typeof imageFeatureExtractionOptionsSchema>;
+export type ImageFeatureExtractionOptions = z.input<
+  typeof imageFeatureExtractionOptionsSchema.schema
+>;
 /** One vector per image when pooled; one per token when pooling is 'none'. */
 export type ImageFeatures = Float32Array | Float32Array[];
 
@@ -37,7 +42,7 @@ const TASK = 'imageFeatureExtraction';
 export class ImageFeatureExtractionPipeline extends BasePipeline<
   ImageInput,
   ImageFeatures,
-  typeof imageFeatureExtractionOptionsSchema
+  typeof imageFeatureExtractionOptionsSchema.schema
 > {
   private readonly preprocessor: ImagePreprocessor;
   private readonly outputName: string;
@@ -100,7 +105,9 @@ export const imageFeatureExtractionTask: TaskDefinition = {
   needs: { preprocessor: true },
   task: TASK,
   execution: 'batch',
-  optionsSchema: imageFeatureExtractionOptionsSchema,
+  get optionsSchema() {
+    return imageFeatureExtractionOptionsSchema.schema;
+  },
   create: (model, options) =>
     new ImageFeatureExtractionPipeline(model, options as ImageFeatureExtractionOptions),
   // Python keeps the batch dimension of 1 on each image's features.

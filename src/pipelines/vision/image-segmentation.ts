@@ -2,7 +2,8 @@
 // (SegFormer and other *ForSemanticSegmentation models): the image processor, the model's
 // low-resolution class logits upsampled bilinearly to the image's own size, a per-pixel argmax,
 // and one mask per class present, in class order, with score null (semantic models give none).
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { ModelFolderError } from '../../errors.ts';
 import { logitsOf } from '../runtime/label-scores.ts';
@@ -21,16 +22,18 @@ import {
 import { pixelGroups, pixelInputName } from './pixel-batch.ts';
 import { encodePng } from './png-encode.ts';
 
-export const imageSegmentationOptionsSchema = z
-  .object({
-    /** Only semantic segmentation; instance and panoptic models need their own post-processing. */
-    subtask: z.enum(['semantic']).default('semantic'),
-    /** Also return the model's class logits for each image (before upsampling). */
-    returnTensor: z.boolean().default(false),
-  })
-  .strict();
+export const imageSegmentationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Only semantic segmentation; instance and panoptic models need their own post-processing. */
+      subtask: z.enum(['semantic']).default('semantic'),
+      /** Also return the model's class logits for each image (before upsampling). */
+      returnTensor: z.boolean().default(false),
+    })
+    .strict(),
+);
 
-export type ImageSegmentationOptions = z.input<typeof imageSegmentationOptionsSchema>;
+export type ImageSegmentationOptions = z.input<typeof imageSegmentationOptionsSchema.schema>;
 
 export interface Segment {
   label: string;
@@ -53,7 +56,7 @@ const TASK = 'imageSegmentation';
 export class ImageSegmentationPipeline extends BasePipeline<
   ImageInput,
   SegmentationOutput,
-  typeof imageSegmentationOptionsSchema
+  typeof imageSegmentationOptionsSchema.schema
 > {
   private readonly preprocessor: ImagePreprocessor;
   private readonly inputName: string;
@@ -149,7 +152,9 @@ export const imageSegmentationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: imageSegmentationOptionsSchema,
+  get optionsSchema() {
+    return imageSegmentationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new ImageSegmentationPipeline(model, options as ImageSegmentationOptions),
   ...imageInput,

@@ -5,7 +5,8 @@
 // prompt_encoder_mask_decoder.onnx runs once per image with all of its prompts. Each prompt's
 // low-resolution masks are post-processed as post_process_masks does: bilinear to pad_size, cropped
 // to the resized image, bilinear to the original size, then `> maskThreshold`.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { Tensor } from '../../runtime/tensor.ts';
 import type { OrtSession } from '../../runtime/session.ts';
 import { BasePipeline } from '../base-pipeline.ts';
@@ -29,16 +30,18 @@ import {
   type MaskGenerationInput,
 } from './sam-prompts.ts';
 
-export const maskGenerationOptionsSchema = z
-  .object({
-    /** Python's multimask_output: three candidate masks per prompt, or the single best one. */
-    multimaskOutput: z.boolean().default(true),
-    /** post_process_masks' mask_threshold: a pixel is in the mask where the logit is above it. */
-    maskThreshold: z.number().default(0),
-  })
-  .strict();
+export const maskGenerationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Python's multimask_output: three candidate masks per prompt, or the single best one. */
+      multimaskOutput: z.boolean().default(true),
+      /** post_process_masks' mask_threshold: a pixel is in the mask where the logit is above it. */
+      maskThreshold: z.number().default(0),
+    })
+    .strict(),
+);
 
-export type MaskGenerationOptions = z.input<typeof maskGenerationOptionsSchema>;
+export type MaskGenerationOptions = z.input<typeof maskGenerationOptionsSchema.schema>;
 
 export interface PromptMasks {
   /** PNG, 8-bit grey, the image's size: 255 inside the mask, 0 outside; one per candidate. */
@@ -61,7 +64,7 @@ interface SamPreprocessor {
 export class MaskGenerationPipeline extends BasePipeline<
   MaskGenerationInput,
   PromptMasks[],
-  typeof maskGenerationOptionsSchema
+  typeof maskGenerationOptionsSchema.schema
 > {
   private readonly preprocessor: SamPreprocessor;
   private readonly encoder: OrtSession;
@@ -237,7 +240,9 @@ export const maskGenerationTask: TaskDefinition = {
   needs: { preprocessor: true, graphs: [['vision_encoder', 'prompt_encoder_mask_decoder']] },
   task: TASK,
   execution: 'batch',
-  optionsSchema: maskGenerationOptionsSchema,
+  get optionsSchema() {
+    return maskGenerationOptionsSchema.schema;
+  },
   create: (model, options) => new MaskGenerationPipeline(model, options as MaskGenerationOptions),
   // The route reads `image` itself (src/route/image-input.ts, held to the image limits).
   inputSchema(input: unknown, check: InputCheck): void {

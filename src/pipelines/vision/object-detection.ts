@@ -2,7 +2,8 @@
 // whose outputs are `logits` with a trailing no-object class and `pred_boxes` as normalised
 // centre/size boxes): softmax per query, the best real class, kept above a threshold, boxes scaled
 // to the original image's pixels. Queries come back in the model's order, as in Python.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { InferenceError } from '../../errors.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { softmax } from '../runtime/math.ts';
@@ -15,16 +16,18 @@ import type { ImageInput } from './image-decode.ts';
 import { compilePreprocessor, type ImagePreprocessor } from './image-preprocess.ts';
 import { imageInput } from './image-task.ts';
 
-export const objectDetectionOptionsSchema = z
-  .object({
-    /** Keep detections scoring above this (Python's default 0.5). */
-    threshold: z.number().min(0).max(1).default(0.5),
-    /** Python truncates box corners to whole pixels; false returns them unrounded. */
-    integerBoxes: z.boolean().default(true),
-  })
-  .strict();
+export const objectDetectionOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** Keep detections scoring above this (Python's default 0.5). */
+      threshold: z.number().min(0).max(1).default(0.5),
+      /** Python truncates box corners to whole pixels; false returns them unrounded. */
+      integerBoxes: z.boolean().default(true),
+    })
+    .strict(),
+);
 
-export type ObjectDetectionOptions = z.input<typeof objectDetectionOptionsSchema>;
+export type ObjectDetectionOptions = z.input<typeof objectDetectionOptionsSchema.schema>;
 
 /** Corners in the original image's pixels, (0, 0) top left. */
 export interface Box {
@@ -46,7 +49,7 @@ const f = Math.fround;
 export class ObjectDetectionPipeline extends BasePipeline<
   ImageInput,
   Detection[],
-  typeof objectDetectionOptionsSchema
+  typeof objectDetectionOptionsSchema.schema
 > {
   private readonly preprocessor: ImagePreprocessor;
 
@@ -132,7 +135,9 @@ export const objectDetectionTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: objectDetectionOptionsSchema,
+  get optionsSchema() {
+    return objectDetectionOptionsSchema.schema;
+  },
   create: (model, options) => new ObjectDetectionPipeline(model, options as ObjectDetectionOptions),
   ...imageInput,
 };

@@ -6,7 +6,8 @@
 // batch and an image's scores never depend on its batch mates. A model exported as two towers
 // (text_model.onnx + vision_model.onnx, as Optimum names them) runs the text tower once per
 // pipeline and the vision tower per batch, and computes CLIP's logits from their embeddings.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { ConfigError, ModelFolderError } from '../../errors.ts';
 import { softmax } from '../runtime/math.ts';
@@ -27,23 +28,25 @@ import { pixelGroups, pixelInputName } from './pixel-batch.ts';
 
 const TASK = 'zeroShotImageClassification';
 
-export const zeroShotImageClassificationOptionsSchema = z
-  .object({
-    /** The labels to score; a string is split on commas. Required. */
-    candidateLabels: z.union([z.array(z.string()), z.string()]),
-    /** Turns a label into the text the model reads; `{}` is replaced by the label (Python format). */
-    hypothesisTemplate: z.string().default('This is a photo of {}.'),
-    /**
-     * Split towers only: the factor CLIP multiplies cosine similarities by, exp of its trained
-     * logit_scale (100 for OpenAI's CLIP). Neither tower holds it; a single-file model does.
-     */
-    logitScale: z.number().positive().optional(),
-  })
-  .strict()
-  .superRefine(checkCandidateLabels(TASK));
+export const zeroShotImageClassificationOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** The labels to score; a string is split on commas. Required. */
+      candidateLabels: z.union([z.array(z.string()), z.string()]),
+      /** Turns a label into the text the model reads; `{}` is replaced by the label (Python format). */
+      hypothesisTemplate: z.string().default('This is a photo of {}.'),
+      /**
+       * Split towers only: the factor CLIP multiplies cosine similarities by, exp of its trained
+       * logit_scale (100 for OpenAI's CLIP). Neither tower holds it; a single-file model does.
+       */
+      logitScale: z.number().positive().optional(),
+    })
+    .strict()
+    .superRefine(checkCandidateLabels(TASK)),
+);
 
 export type ZeroShotImageClassificationOptions = z.input<
-  typeof zeroShotImageClassificationOptionsSchema
+  typeof zeroShotImageClassificationOptionsSchema.schema
 >;
 
 export interface ImageLabelScore {
@@ -62,7 +65,7 @@ interface Towers {
 export class ZeroShotImageClassificationPipeline extends BasePipeline<
   ImageInput,
   ImageLabelScore[],
-  typeof zeroShotImageClassificationOptionsSchema
+  typeof zeroShotImageClassificationOptionsSchema.schema
 > {
   private readonly labels: string[];
   private readonly preprocessor: ImagePreprocessor;
@@ -206,7 +209,9 @@ export const zeroShotImageClassificationTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: zeroShotImageClassificationOptionsSchema,
+  get optionsSchema() {
+    return zeroShotImageClassificationOptionsSchema.schema;
+  },
   create: (model, options) =>
     new ZeroShotImageClassificationPipeline(model, options as ZeroShotImageClassificationOptions),
   // One image row: the label texts are fixed by the options and run with every batch.

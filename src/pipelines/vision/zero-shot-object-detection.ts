@@ -6,7 +6,8 @@
 // queries are padded and masked, so each scores as it would alone).
 import type { Box, Detection } from './object-detection.ts';
 import { Tensor } from '../../runtime/tensor.ts';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from '../../options/lazy-schema.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { ModelFolderError } from '../../errors.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
@@ -22,22 +23,26 @@ import {
 } from './image-preprocess.ts';
 import { pixelGroups, pixelInputName } from './pixel-batch.ts';
 
-export const zeroShotObjectDetectionOptionsSchema = z
-  .object({
-    /** The labels to look for; a string is split on commas. Required. */
-    candidateLabels: z.union([z.array(z.string()), z.string()]),
-    /** Keep a box for a label where its score is above this (Python's default 0.1). */
-    threshold: z.number().min(0).max(1).default(0.1),
-    /** At most this many detections per image, best first; null keeps all. */
-    topK: z.number().int().min(1).nullable().default(null),
-  })
-  .strict()
-  .refine((options) => labelsOf(options.candidateLabels).length > 0, {
-    path: ['candidateLabels'],
-    message: 'zeroShotObjectDetection: candidateLabels must name at least one label',
-  });
+export const zeroShotObjectDetectionOptionsSchema = lazySchema((z) =>
+  z
+    .object({
+      /** The labels to look for; a string is split on commas. Required. */
+      candidateLabels: z.union([z.array(z.string()), z.string()]),
+      /** Keep a box for a label where its score is above this (Python's default 0.1). */
+      threshold: z.number().min(0).max(1).default(0.1),
+      /** At most this many detections per image, best first; null keeps all. */
+      topK: z.number().int().min(1).nullable().default(null),
+    })
+    .strict()
+    .refine((options) => labelsOf(options.candidateLabels).length > 0, {
+      path: ['candidateLabels'],
+      message: 'zeroShotObjectDetection: candidateLabels must name at least one label',
+    }),
+);
 
-export type ZeroShotObjectDetectionOptions = z.input<typeof zeroShotObjectDetectionOptionsSchema>;
+export type ZeroShotObjectDetectionOptions = z.input<
+  typeof zeroShotObjectDetectionOptionsSchema.schema
+>;
 
 // Boxes are Box's corners in whole pixels here: Python's zero-shot pipeline truncates them
 // (`box.int()`), where object detection keeps fractions.
@@ -49,7 +54,7 @@ const f = Math.fround;
 export class ZeroShotObjectDetectionPipeline extends BasePipeline<
   ImageInput,
   Detection[],
-  typeof zeroShotObjectDetectionOptionsSchema
+  typeof zeroShotObjectDetectionOptionsSchema.schema
 > {
   private readonly labels: string[];
   private readonly preprocessor: ImagePreprocessor;
@@ -170,7 +175,9 @@ export const zeroShotObjectDetectionTask: TaskDefinition = {
   },
   task: TASK,
   execution: 'batch',
-  optionsSchema: zeroShotObjectDetectionOptionsSchema,
+  get optionsSchema() {
+    return zeroShotObjectDetectionOptionsSchema.schema;
+  },
   create: (model, options) =>
     new ZeroShotObjectDetectionPipeline(model, options as ZeroShotObjectDetectionOptions),
   // One image row: the label queries are fixed by the options and run with every batch.

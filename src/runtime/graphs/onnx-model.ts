@@ -4,9 +4,13 @@
 // model's outputs through IO binding. The encoding is onnx.proto's ModelProto, by protobufjs over
 // the subset of its messages a few nodes and constants need (field numbers as onnx.proto
 // declares them).
-import protobuf from 'protobufjs';
+import type protobufjs from 'protobufjs';
+import { lazyModule } from '../../options/lazy-module.ts';
 
-const root = protobuf.Root.fromJSON({
+const protobuf = lazyModule<typeof protobufjs>('protobufjs');
+
+// onnx.proto's messages, as protobufjs types, made on first use.
+const SCHEMA = {
   nested: {
     ModelProto: {
       fields: {
@@ -66,8 +70,12 @@ const root = protobuf.Root.fromJSON({
       fields: { dimValue: { type: 'int64', id: 1 }, dimParam: { type: 'string', id: 2 } },
     },
   },
-});
-const modelProto = root.lookupType('ModelProto');
+};
+let modelProtoType: protobufjs.Type | undefined;
+function modelProto(): protobufjs.Type {
+  modelProtoType ??= protobuf().Root.fromJSON(SCHEMA).lookupType('ModelProto');
+  return modelProtoType;
+}
 
 /** TensorProto.DataType values the helpers use. */
 export const DataType = { float: 1, int64: 7, bool: 9, float16: 10 } as const;
@@ -115,7 +123,7 @@ export interface GraphSpec {
 
 /** The ModelProto bytes of `spec`, for CreateSessionFromArray or InferenceSession.create. */
 export function encodeModel(spec: GraphSpec): Uint8Array {
-  const message = modelProto.fromObject({
+  const message = modelProto().fromObject({
     irVersion: IR_VERSION,
     producerName: 'hugot-stream',
     opsetImport: [{ domain: '', version: OPSET }],
@@ -135,7 +143,7 @@ export function encodeModel(spec: GraphSpec): Uint8Array {
       })),
     },
   });
-  return modelProto.encode(message).finish();
+  return modelProto().encode(message).finish();
 }
 
 function valueInfo(value: GraphValue): object {

@@ -67,6 +67,7 @@ export class OrtLibrary {
       );
     }
     this.cLibrary = cLibrary();
+    pinForProcess(this.cLibrary, path);
     this.memcpy = this.cLibrary.func(
       'void * memcpy(void * target, void * source, size_t bytes)',
     ) as (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
@@ -200,6 +201,23 @@ function cLibrary(): ReturnType<typeof koffi.load> {
   const name = C_LIBRARIES[process.platform];
   if (name === undefined) throw new Error(`no C library is known for ${process.platform}`);
   return koffi.load(name);
+}
+
+/** dlopen's flags (the same values in glibc and musl). */
+const RTLD_NOW = 2;
+const RTLD_NODELETE = 0x1000;
+
+/**
+ * Keeps the library loaded until the process ends. koffi unloads a library when the last isolate
+ * that loaded it ends, and a shard's threads end before its main thread releases the sessions
+ * they shared: without a pin the library (every session in it) could be gone by then, which
+ * crashed the process once no thread held onnxruntime-node's addon, whose own link to the library
+ * had been keeping it loaded. A second dlopen with RTLD_NODELETE takes a reference nothing drops.
+ */
+function pinForProcess(c: ReturnType<typeof koffi.load>, path: string): void {
+  const dlopen = optionalFunction(c, 'void * dlopen(const char * path, int flags)') as
+    ((path: string, flags: number) => unknown) | undefined;
+  dlopen?.(path, RTLD_NOW | RTLD_NODELETE);
 }
 
 /** A C function the library may lack (malloc_trim is glibc's), or undefined. */

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -92,6 +92,43 @@ describe('the command line', () => {
       expect((await readdir(join(cache, versionFolder ?? ''))).length).toBeGreaterThan(0);
     } finally {
       await rm(cache, { recursive: true, force: true });
+    }
+  });
+
+  it('starts itself again with two glibc arenas unless MALLOC_ARENA_MAX is already set', async () => {
+    // A preload prints the variable in each process image the command runs as.
+    const dir = await mkdtemp(join(tmpdir(), 'hugot-arenas-'));
+    const preload = join(dir, 'arenas.mjs');
+    await writeFile(
+      preload,
+      "process.stdout.write(`arenas=${process.env.MALLOC_ARENA_MAX ?? 'unset'} pid=${process.pid}\\n`);\n",
+    );
+    const run = (env: NodeJS.ProcessEnv) =>
+      promisify(execFile)(
+        process.execPath,
+        ['--import', preload, 'bin/hugot-stream.js', '--version'],
+        {
+          cwd: ROOT,
+          env,
+        },
+      );
+    try {
+      const unset = { ...process.env };
+      delete unset['MALLOC_ARENA_MAX'];
+      const started = await run(unset);
+      const lines = started.stdout.trim().split('\n');
+      const images = lines.filter((l) => l.startsWith('arenas='));
+      if (process.platform === 'linux') {
+        expect(images.map((l) => l.split(' ')[0])).toEqual(['arenas=unset', 'arenas=2']);
+        // execve: the same process, so signals and a supervisor's pid still reach it.
+        expect(new Set(images.map((l) => l.split(' ')[1])).size).toBe(1);
+      }
+      expect(lines.at(-1)).toBe(packageVersion());
+      const chosen = await run({ ...process.env, MALLOC_ARENA_MAX: '4' });
+      expect(chosen.stdout.split('\n').filter((l) => l.startsWith('arenas='))).toHaveLength(1);
+      expect(chosen.stdout).toContain('arenas=4');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

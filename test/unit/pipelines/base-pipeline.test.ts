@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, InferenceError, InputError } from '../../../src/errors.ts';
 import { createHugot, type Hugot } from '../../../src/hugot.ts';
+import { readySchema } from '../../../src/options/lazy-schema.ts';
 import { BasePipeline } from '../../../src/pipelines/base-pipeline.ts';
 import { ModelStore, type LoadedModel } from '../../../src/pipelines/runtime/model-store.ts';
 
@@ -12,7 +13,7 @@ const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'models');
 // A pipeline that feeds the model a tensor of the wrong type, to see how a runtime failure surfaces.
 class WrongFeeds extends BasePipeline<string, number, z.ZodObject> {
   constructor(model: LoadedModel) {
-    super('wrongFeeds', model, z.object({}).strict(), {});
+    super('wrongFeeds', model, readySchema(z.object({}).strict()), {});
   }
 
   protected async runBatch(inputs: readonly string[]): Promise<number[]> {

@@ -6,12 +6,17 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.ts';
 import { findTask, TASK_NAMES } from '../../../src/pipelines/registry.ts';
 import { loadTask } from '../../../src/pipelines/task-modules.ts';
+import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const MODEL = resolve(ROOT, 'test/fixtures/models/bert-feature-extraction');
+const COMPILED_RUNTIME = compileRuntimeOptions({});
 
-/** The src/pipelines modules a fresh process imports to register one pipeline through Hugot. */
-function pipelineModulesImportedFor(task: string): string[] {
+/**
+ * The src/pipelines modules, and the packages (as `pkg:name`), a fresh process imports to register
+ * one pipeline through Hugot; `compiled`: as a shard's thread does, options compiled already.
+ */
+function pipelineModulesImportedFor(task: string, compiled = false): string[] {
   const script = `
     import { registerHooks } from 'node:module';
     const seen = new Set();
@@ -22,11 +27,25 @@ function pipelineModulesImportedFor(task: string): string[] {
         if (at >= 0) seen.add(resolved.url.slice(at + '/src/pipelines/'.length));
         return resolved;
       },
+      // Packages by what loads, not what resolves: finding onnxruntime-node's library file
+      // resolves its package.json without loading the package.
+      load(url, context, next) {
+        const pkg = new RegExp('/node_modules/((?:@[^/]+/)?[^/]+)/').exec(url);
+        if (pkg !== null && !url.endsWith('/package.json')) seen.add('pkg:' + pkg[1]);
+        return next(url, context);
+      },
     });
     const { createHugot } = await import(${JSON.stringify(resolve(ROOT, 'src/hugot.ts'))});
-    const hugot = createHugot();
-    hugot.registerModel('m', { path: ${JSON.stringify(MODEL)} });
-    await hugot.registerPipeline('p', { task: ${JSON.stringify(task)}, model: 'm' });
+    const compiled = ${String(compiled)};
+    const hugot = createHugot({ optionsCompiled: compiled });
+    // What a shard hands its threads: both compiled on the main thread (src/shards/shard.ts).
+    const runtime = compiled ? { ...${JSON.stringify(COMPILED_RUNTIME)}, binding: 'native' } : undefined;
+    hugot.registerModel('m', { path: ${JSON.stringify(MODEL)}, ...(runtime ? { runtime } : {}) });
+    await hugot.registerPipeline('p', {
+      task: ${JSON.stringify(task)},
+      model: 'm',
+      ...(compiled ? { options: { truncation: true } } : {}),
+    });
     await hugot.close();
     process.stdout.write(JSON.stringify([...seen]));
   `;
@@ -64,5 +83,18 @@ describe('task modules', () => {
     const foreign = modules.filter((m) => /^(vision|audio|multimodal|seq2seq|tabular)\//.test(m));
     expect(foreign).toEqual([]);
     expect(modules).not.toContain('text/text-classification.ts');
+  });
+
+  it('load no zod, protobufjs nor onnxruntime-node in a thread handed compiled options', () => {
+    // Each costs every isolate that loads it several MiB (docs/performance.md).
+    const packages = pipelineModulesImportedFor('featureExtraction', true).filter((m) =>
+      m.startsWith('pkg:'),
+    );
+    expect(packages).toContain('pkg:tokenizers');
+    expect(packages).toContain('pkg:koffi');
+    for (const heavy of ['pkg:zod', 'pkg:protobufjs', 'pkg:onnxruntime-node'])
+      expect(packages).not.toContain(heavy);
+    // The library's own callers still get their options checked (and zod).
+    expect(pipelineModulesImportedFor('featureExtraction')).toContain('pkg:zod');
   });
 });
