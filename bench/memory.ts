@@ -17,9 +17,10 @@
 // cache (.cache/bench/compile-cache, filled by one unmeasured child per contender before the
 // passes), as a worker started by bin/hugot-stream.js does: no isolate of any contender then loads
 // Node's TypeScript stripper (src/shards/compile-cache.ts). The `_stripping` layouts turn it off,
-// which is how every layout ran before 2026-12-03. Children also run with two glibc arenas
-// (MALLOC_ARENA_MAX=2), as bin/hugot-stream.js and the Docker images start a worker;
-// `default_glibc_arenas` is ours without (every line before 2026-12-05 ran so).
+// which is how every layout ran before 2026-12-03. Children also start with a worker process's
+// settings (bin/worker-process.js: two glibc arenas, a 1 MiB semi-space for the main isolate), as
+// bin/hugot-stream.js starts a worker; the `_glibc_arenas`, `_young_generation` and
+// `_node_process` layouts go without one or both (every line before 2026-12-05 ran without).
 // Options: --models DIR,... (fp32 and int8 MiniLM, the DistilBERT classifier), --texts N (128),
 // --rounds N (2 timed rounds per child, after one warm round), --passes N (2), --layouts A,B
 // (a subset, by name). Internal: --child JSON runs one layout.
@@ -43,6 +44,7 @@ import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { CLASSIFICATION, EMBEDDING } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { RawPool, cutBatches, type BatchPolicy, type RawSessions } from './lib/raw-pool.ts';
+import { WORKER_ENV, WORKER_V8_FLAGS } from '../bin/worker-process.js';
 import { round } from './lib/stats.ts';
 import { writeResultLine } from './lib/run-record.ts';
 
@@ -61,10 +63,11 @@ interface Layout {
   /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
   compileCache?: boolean;
   /**
-   * 'default': the child runs with glibc's own arena count (8 per core) instead of the two that
-   * bin/hugot-stream.js and the Docker images set (MALLOC_ARENA_MAX).
+   * Which of a worker process's start-up settings (bin/worker-process.js, which
+   * bin/hugot-stream.js starts itself with) the child goes without: 'arenas', glibc's arena cap
+   * (then 8 per core); 'youngGeneration', the main isolate's semi-space cap (then V8's 16 MiB).
    */
-  glibcArenas?: 'default';
+  without?: readonly ('arenas' | 'youngGeneration')[];
 }
 
 interface ChildJob {
@@ -111,11 +114,6 @@ const cachedEnv = {
   NODE_COMPILE_CACHE: resolve('.cache', 'bench', 'compile-cache'),
 };
 const strippingEnv = { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' };
-/**
- * What bin/hugot-stream.js (by starting itself again) and the Docker images run with; every
- * child, raw contenders included, gets the same process settings unless its layout says not.
- */
-const GLIBC_ARENAS = '2';
 
 if (values.child !== undefined) {
   const result = await runChild(JSON.parse(values.child) as ChildJob);
@@ -182,7 +180,29 @@ const allLayouts: Layout[] = [
     contender: 'ours',
     workers: cores,
     intraOpThreads: 1,
-    glibcArenas: 'default',
+    without: ['arenas'],
+  },
+  {
+    name: 'default_young_generation',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    without: ['youngGeneration'],
+  },
+  {
+    name: 'default_node_process',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    without: ['arenas', 'youngGeneration'],
+  },
+  {
+    name: 'raw_shared_node_process',
+    contender: 'raw',
+    sessions: 'shared',
+    workers: cores,
+    intraOpThreads: 1,
+    without: ['arenas', 'youngGeneration'],
   },
   {
     name: 'default_stripping',
@@ -416,7 +436,7 @@ async function stageExternalData(folder: string): Promise<string> {
 function runInChild(job: ChildJob): ChildResult {
   const stdout = execFileSync(
     process.execPath,
-    [fileURLToPath(import.meta.url), '--child', JSON.stringify(job)],
+    [...childV8Flags(job.layout), fileURLToPath(import.meta.url), '--child', JSON.stringify(job)],
     {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -428,11 +448,20 @@ function runInChild(job: ChildJob): ChildResult {
   return JSON.parse(last) as ChildResult;
 }
 
+/**
+ * A worker process's start-up settings, as bin/hugot-stream.js gives them: every child, the raw
+ * contenders' too, gets them unless its layout says `without`.
+ */
 function childEnv(layout: Layout): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...(layout.compileCache === false ? strippingEnv : cachedEnv) };
-  if (layout.glibcArenas === 'default') delete env['MALLOC_ARENA_MAX'];
-  else env['MALLOC_ARENA_MAX'] = GLIBC_ARENAS;
+  for (const [name, value] of Object.entries(WORKER_ENV))
+    if (layout.without?.includes('arenas') === true) delete env[name];
+    else env[name] = value;
   return env;
+}
+
+function childV8Flags(layout: Layout): string[] {
+  return layout.without?.includes('youngGeneration') === true ? [] : [...WORKER_V8_FLAGS];
 }
 
 /** The process's high-water mark of resident memory (VmHWM), in MiB. */

@@ -7,29 +7,21 @@ import { enableCompileCache } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
+import { restartWith } from './worker-process.js';
 
-// glibc gives each thread that allocates an arena of its own (up to 8 per core), and each arena
-// keeps what was freed in it: with Node's, libuv's and the inference threads, a CPU shard peaked
-// ~10 MiB higher than with two arenas, for the same records/s (docs/performance.md, "The C
-// heap's arenas"). glibc reads the cap when the process starts, before any JavaScript, so the
-// process starts again once with it set: execve keeps its id, its signals and its stdio. A
-// MALLOC_ARENA_MAX already set (any value) is the operator's, and is left alone.
-if (
-  process.platform === 'linux' &&
-  process.env.MALLOC_ARENA_MAX === undefined &&
-  typeof process.execve === 'function'
-) {
+// Settings that only take effect when a process starts (bin/worker-process.js): the process
+// starts again once with those it lacks. execve keeps its id, its signals and its stdio.
+const restart =
+  process.platform === 'linux' ? restartWith(process.env, process.execArgv) : undefined;
+if (restart !== undefined && typeof process.execve === 'function') {
   try {
     process.execve(
       process.execPath,
-      [process.execPath, ...process.execArgv, ...process.argv.slice(1)],
-      {
-        ...process.env,
-        MALLOC_ARENA_MAX: '2',
-      },
+      [process.execPath, ...restart.execArgv, ...process.argv.slice(1)],
+      restart.env,
     );
   } catch {
-    // Not allowed here (a sandbox refusing execve): run on with glibc's default arenas.
+    // Not allowed here (a sandbox refusing execve): run on with Node's and glibc's defaults.
   }
 }
 

@@ -48,12 +48,9 @@ RUN apt-get update \
 COPY --from=build /usr/local/bin/node /usr/local/bin/node
 # HUGOT__telemetry__port turns the telemetry server on (off in the config's defaults) for the
 # HEALTHCHECK; it wins over any config file's telemetry.port.
-# MALLOC_ARENA_MAX: two glibc arenas, as bin/hugot-stream.js would otherwise start itself again
-# to set (docs/performance.md, "The C heap's arenas").
 ENV NODE_ENV=production \
   ONNXRUNTIME_NODE_INSTALL=skip \
-  HUGOT__telemetry__port=9464 \
-  MALLOC_ARENA_MAX=2
+  HUGOT__telemetry__port=9464
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 # package.json carries "type": "module", which Node needs to run src/**/*.ts as ES modules.

@@ -95,38 +95,47 @@ describe('the command line', () => {
     }
   });
 
-  it('starts itself again with two glibc arenas unless MALLOC_ARENA_MAX is already set', async () => {
-    // A preload prints the variable in each process image the command runs as.
-    const dir = await mkdtemp(join(tmpdir(), 'hugot-arenas-'));
-    const preload = join(dir, 'arenas.mjs');
+  it("starts itself again once with the worker settings it lacks, keeping an operator's own", async () => {
+    // A preload prints, in each process image the command runs as, what bin/worker-process.js sets.
+    const dir = await mkdtemp(join(tmpdir(), 'hugot-worker-process-'));
+    const preload = join(dir, 'settings.mjs');
     await writeFile(
       preload,
-      "process.stdout.write(`arenas=${process.env.MALLOC_ARENA_MAX ?? 'unset'} pid=${process.pid}\\n`);\n",
+      "const semi = process.execArgv.find((a) => a.startsWith('--max-semi-space-size')) ?? 'none';\n" +
+        "process.stdout.write(`image arenas=${process.env.MALLOC_ARENA_MAX ?? 'unset'} semi=${semi} pid=${process.pid}\\n`);\n",
     );
-    const run = (env: NodeJS.ProcessEnv) =>
-      promisify(execFile)(
+    const images = async (env: NodeJS.ProcessEnv, flags: string[] = []): Promise<string[][]> => {
+      const { stdout } = await promisify(execFile)(
         process.execPath,
-        ['--import', preload, 'bin/hugot-stream.js', '--version'],
-        {
-          cwd: ROOT,
-          env,
-        },
+        [...flags, '--import', preload, 'bin/hugot-stream.js', '--version'],
+        { cwd: ROOT, env },
       );
-    try {
-      const unset = { ...process.env };
-      delete unset['MALLOC_ARENA_MAX'];
-      const started = await run(unset);
-      const lines = started.stdout.trim().split('\n');
-      const images = lines.filter((l) => l.startsWith('arenas='));
-      if (process.platform === 'linux') {
-        expect(images.map((l) => l.split(' ')[0])).toEqual(['arenas=unset', 'arenas=2']);
-        // execve: the same process, so signals and a supervisor's pid still reach it.
-        expect(new Set(images.map((l) => l.split(' ')[1])).size).toBe(1);
-      }
+      const lines = stdout.trim().split('\n');
       expect(lines.at(-1)).toBe(packageVersion());
-      const chosen = await run({ ...process.env, MALLOC_ARENA_MAX: '4' });
-      expect(chosen.stdout.split('\n').filter((l) => l.startsWith('arenas='))).toHaveLength(1);
-      expect(chosen.stdout).toContain('arenas=4');
+      return lines.filter((l) => l.startsWith('image ')).map((l) => l.split(' ').slice(1));
+    };
+    const bare = { ...process.env };
+    for (const name of ['MALLOC_ARENA_MAX', 'NODE_OPTIONS', 'HUGOT_WORKER_PROCESS'])
+      delete bare[name];
+    try {
+      if (process.platform !== 'linux') {
+        expect(await images(bare)).toHaveLength(1);
+        return;
+      }
+      const started = await images(bare);
+      expect(started.map(([arenas, semi]) => `${arenas} ${semi}`)).toEqual([
+        'arenas=unset semi=none',
+        'arenas=2 semi=--max-semi-space-size=1',
+      ]);
+      // execve: the same process, so signals and a supervisor's pid still reach it.
+      expect(new Set(started.map((image) => image[2])).size).toBe(1);
+      // An operator's own values stay; only what is missing is added.
+      const own = await images({ ...bare, MALLOC_ARENA_MAX: '4' }, ['--max-semi-space-size=8']);
+      expect(own.map(([arenas, semi]) => `${arenas} ${semi}`)).toEqual([
+        'arenas=4 semi=--max-semi-space-size=8',
+      ]);
+      const half = await images({ ...bare, MALLOC_ARENA_MAX: '4' });
+      expect(half.at(-1)?.slice(0, 2)).toEqual(['arenas=4', 'semi=--max-semi-space-size=1']);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
