@@ -1,5 +1,5 @@
-// zod schemas built on first use. zod costs an isolate ~12 MiB of resident memory once loaded
-// (docs/performance.md#zod-stays-on-the-main-thread), and an inference thread that is handed
+// zod schemas built on first use. zod costs every isolate that loads it several MiB of resident
+// memory (docs/performance.md, "What a thread loads"), and an inference thread that is handed
 // options the main thread already compiled never parses anything: so no module a thread loads
 // imports zod's values at the top. A schema is declared with `lazySchema` and built, with zod
 // loaded then, the first time `.schema` is read.

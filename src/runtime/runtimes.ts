@@ -31,8 +31,8 @@ export class SessionFactory {
 
   /** `source` is a model file, or a helper graph's bytes under its name (src/runtime/graphs/). */
   async open(source: SessionSource, options: CompiledRuntimeOptions): Promise<OrtSession> {
-    // Imported here: onnxruntime-node costs each thread that loads it ~7 MiB, and threads on the
-    // native binding never use it.
+    // Imported here: onnxruntime-node costs each thread that loads it several MiB, and threads on
+    // the native binding never use it.
     if (options.binding === 'onnxruntime-node')
       return (await import('./node-runtime.ts')).createNodeSession(source, options);
     assertProvidersInstalled(options);
