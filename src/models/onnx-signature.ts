@@ -7,8 +7,7 @@
 // hold the weights, come before them), and decodes only those fields with protobufjs. It reads
 // a few kilobytes whatever the model's size; external data files are never opened.
 import { open, type FileHandle } from 'node:fs/promises';
-import type protobufjs from 'protobufjs';
-import { lazyModule } from '../options/lazy-module.ts';
+import { lazyProtobufType } from './protobuf-type.ts';
 import { ModelFolderError } from '../errors.ts';
 
 export interface OnnxValue {
@@ -25,9 +24,6 @@ export interface OnnxSignature {
 }
 
 // The subset of onnx.proto these fields need (field numbers as onnx.proto declares them).
-const protobuf = lazyModule<typeof protobufjs>('protobufjs');
-
-// onnx.proto's messages, as protobufjs types, made on first use.
 const SCHEMA = {
   nested: {
     ValueInfoProto: {
@@ -43,11 +39,7 @@ const SCHEMA = {
     },
   },
 };
-let valueInfoType: protobufjs.Type | undefined;
-function valueInfo(): protobufjs.Type {
-  valueInfoType ??= protobuf().Root.fromJSON(SCHEMA).lookupType('ValueInfoProto');
-  return valueInfoType;
-}
+const valueInfo = lazyProtobufType(SCHEMA, 'ValueInfoProto');
 
 /** ModelProto.graph, and GraphProto.input / .output. */
 const MODEL_GRAPH = 7;

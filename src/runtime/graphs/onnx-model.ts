@@ -4,12 +4,9 @@
 // model's outputs through IO binding. The encoding is onnx.proto's ModelProto, by protobufjs over
 // the subset of its messages a few nodes and constants need (field numbers as onnx.proto
 // declares them).
-import type protobufjs from 'protobufjs';
-import { lazyModule } from '../../options/lazy-module.ts';
+import { lazyProtobufType } from '../../models/protobuf-type.ts';
 
-const protobuf = lazyModule<typeof protobufjs>('protobufjs');
-
-// onnx.proto's messages, as protobufjs types, made on first use.
+// The messages the helpers use, made into protobufjs types on first use.
 const SCHEMA = {
   nested: {
     ModelProto: {
@@ -71,11 +68,7 @@ const SCHEMA = {
     },
   },
 };
-let modelProtoType: protobufjs.Type | undefined;
-function modelProto(): protobufjs.Type {
-  modelProtoType ??= protobuf().Root.fromJSON(SCHEMA).lookupType('ModelProto');
-  return modelProtoType;
-}
+const modelProto = lazyProtobufType(SCHEMA, 'ModelProto');
 
 /** TensorProto.DataType values the helpers use. */
 export const DataType = { float: 1, int64: 7, bool: 9, float16: 10 } as const;
