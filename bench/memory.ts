@@ -58,6 +58,11 @@ interface Layout {
   runtime?: RuntimeOptions;
   /** Run on the external-data copy of the model folder. */
   externalData?: boolean;
+  /**
+   * The raw contender's memory pattern: on unless false, ONNX Runtime's own default, which a
+   * server on the C API gets (ours is off on CPU since 2026-12-05; `mem_pattern` turns it on).
+   */
+  memPattern?: boolean;
   /** Runs each thread keeps going at once on libuv's pool (shared native sessions; default 1). */
   runsPerThread?: number;
   /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
@@ -131,6 +136,13 @@ const allLayouts: Layout[] = [
     workers: cores,
     intraOpThreads: 1,
     runtime: { binding: 'onnxruntime-node' },
+  },
+  {
+    name: 'mem_pattern',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { memPattern: true },
   },
   {
     name: 'arena_off',
@@ -214,6 +226,14 @@ const allLayouts: Layout[] = [
   { name: 'raw', contender: 'raw', workers: cores, intraOpThreads: 1 },
   { name: `raw_one_worker_x${cores}`, contender: 'raw', workers: 1, intraOpThreads: cores },
   { name: 'raw_shared', contender: 'raw', sessions: 'shared', workers: cores, intraOpThreads: 1 },
+  {
+    name: 'raw_shared_mem_pattern_off',
+    contender: 'raw',
+    sessions: 'shared',
+    workers: cores,
+    intraOpThreads: 1,
+    memPattern: false,
+  },
   {
     name: `raw_shared_one_worker_async_x${cores}`,
     contender: 'raw',
@@ -565,6 +585,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       undefined,
       layout.sessions ?? 'per-thread',
       layout.runsPerThread,
+      layout.memPattern,
     );
     loadMs = Math.round(performance.now() - loadStarted);
     loadedMiB = residentMiB();

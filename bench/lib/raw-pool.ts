@@ -98,6 +98,8 @@ export class RawPool {
     executionProviders?: InferenceSession.ExecutionProviderConfig[],
     sessions: RawSessions = 'per-thread',
     runsPerThread = 1,
+    /** ONNX Runtime's memory pattern; on unless false, ONNX Runtime's own default. */
+    memPattern = true,
   ): Promise<RawPool> {
     const table = sessions === 'per-thread' ? undefined : SharedSessions.allocate();
     const shared = table === undefined ? undefined : { table, workers };
@@ -113,6 +115,7 @@ export class RawPool {
             shared,
             pooled,
             runsPerThread,
+            memPattern,
           },
           // Our shard's threads' heap setting (src/shards/shard.ts): without it raw's threads
           // ran V8's mark-compacts ours no longer run, a handicap of ~2 % (issue 37).

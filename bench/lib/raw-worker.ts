@@ -26,6 +26,11 @@ interface Setup {
   pooled?: boolean;
   /** Shared sessions only: runs the thread keeps going at once on libuv's pool (default 1). */
   runsPerThread?: number;
+  /**
+   * ONNX Runtime's memory pattern, on by its own default as a server on the C API gets it (ours
+   * is off on CPU: src/runtime/runtime-options.ts).
+   */
+  memPattern: boolean;
 }
 
 const setup = workerData as Setup;
@@ -39,6 +44,7 @@ const session: {
         intraOpNumThreads: setup.intraOpThreads,
         interOpNumThreads: 1,
         graphOptimizationLevel: 'all',
+        enableMemPattern: setup.memPattern,
         executionProviders: setup.executionProviders ?? ['cpu'],
       })
     : createNativeSession(setup.onnxPath, nativeOptions(), {
@@ -78,6 +84,7 @@ function nativeOptions(): ReturnType<typeof compileRuntimeOptions> {
     intraOpThreads: setup.intraOpThreads,
     interOpThreads: 1,
     graphOptimizationLevel: 'all',
+    memPattern: setup.memPattern,
     executionProviders: providers as never,
   });
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-common';
 import type { z } from 'zod';
 import { ProviderUnavailableError } from '../errors.ts';
+import { isCompiled } from '../options/compiled.ts';
 import { lazySchema } from '../options/lazy-schema.ts';
 import { parseOptions } from '../options/parse.ts';
 import { onnxRuntimeBinDir } from './library-path.ts';
@@ -54,7 +55,15 @@ export const runtimeOptionsSchema = lazySchema((z) =>
       // On: off raised a CPU shard's peak RSS by 55-58 % on MiniLM (npm run bench:memory,
       // docs/performance.md#memory-npm-run-benchmemory).
       cpuMemArena: z.boolean().default(true),
-      memPattern: z.boolean().default(true),
+      /**
+       * ONNX Runtime's memory pattern: after a run it plans one block for all of that input shape's
+       * intermediate tensors, keeps the plan per shape, and later runs of the shape take the block
+       * whole. Default: off on CPU, on with a GPU provider. Every batch of a text model has a shape
+       * of its own, and on CPU the arena then keeps whole blocks of every length beside the
+       * tensors of runs without a plan: off took ~10 % off DistilBERT's peak at the same CPU per
+       * record (docs/performance.md, "Memory patterns off on CPU").
+       */
+      memPattern: z.boolean().optional(),
       /**
        * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
        * beside the originals; false sets the session config entry `session.disable_prepacking`.
@@ -96,20 +105,27 @@ export const runtimeOptionsSchema = lazySchema((z) =>
 );
 
 export type RuntimeOptions = z.input<typeof runtimeOptionsSchema.schema>;
-export type CompiledRuntimeOptions = z.output<typeof runtimeOptionsSchema.schema>;
+type ParsedRuntimeOptions = z.output<typeof runtimeOptionsSchema.schema>;
+export type CompiledRuntimeOptions = Omit<ParsedRuntimeOptions, 'memPattern'> & {
+  memPattern: boolean;
+};
 export type ExecutionProvider = z.output<typeof providerSchema.schema>;
 
 export function compileRuntimeOptions(
   options: RuntimeOptions = {},
   path = 'runtime',
 ): CompiledRuntimeOptions {
-  return parseOptions(runtimeOptionsSchema, options, path);
+  if (isCompiled(options)) return options as CompiledRuntimeOptions;
+  const parsed = parseOptions(runtimeOptionsSchema, options, path);
+  return { ...parsed, memPattern: parsed.memPattern ?? sessionDevice(parsed).kind !== 'cpu' };
 }
 
 /** The memory a session's outputs live in: its first GPU provider's device, else the host's. */
 export type SessionDevice = { kind: 'cpu' } | { kind: 'cuda'; id: number };
 
-export function sessionDevice(options: CompiledRuntimeOptions): SessionDevice {
+export function sessionDevice(
+  options: Pick<CompiledRuntimeOptions, 'executionProviders'>,
+): SessionDevice {
   for (const provider of options.executionProviders) {
     if (typeof provider === 'string' || provider.name === 'cpu') continue;
     return { kind: 'cuda', id: provider.deviceId ?? 0 };

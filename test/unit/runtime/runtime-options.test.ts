@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.ts';
 import { createHugot } from '../../../src/hugot.ts';
+import { markCompiled } from '../../../src/options/compiled.ts';
 import { compileRuntimeOptions, toSessionOptions } from '../../../src/runtime/runtime-options.ts';
 
 const MODEL = join(
@@ -16,12 +17,32 @@ const MODEL = join(
 );
 
 describe('runtime options', () => {
-  it('defaults to arena, memory patterns and prepacking on, with no config entries', () => {
+  it('defaults to arena and prepacking on and memory patterns off on CPU, with no config entries', () => {
     const compiled = compileRuntimeOptions();
-    expect(compiled).toMatchObject({ cpuMemArena: true, memPattern: true, prepacking: true });
+    expect(compiled).toMatchObject({ cpuMemArena: true, memPattern: false, prepacking: true });
     const session = toSessionOptions(compiled);
-    expect(session).toMatchObject({ enableCpuMemArena: true, enableMemPattern: true });
+    expect(session).toMatchObject({ enableCpuMemArena: true, enableMemPattern: false });
     expect(session.extra).toBeUndefined();
+  });
+
+  it('keeps memory patterns on by default with a GPU provider, and as written otherwise', () => {
+    expect(compileRuntimeOptions({ executionProviders: ['cpu'] }).memPattern).toBe(false);
+    expect(compileRuntimeOptions({ executionProviders: [{ name: 'cuda' }] }).memPattern).toBe(
+      true,
+    );
+    expect(compileRuntimeOptions({ executionProviders: [{ name: 'tensorrt' }] }).memPattern).toBe(
+      true,
+    );
+    expect(compileRuntimeOptions({ memPattern: true }).memPattern).toBe(true);
+    expect(
+      compileRuntimeOptions({ executionProviders: [{ name: 'cuda' }], memPattern: false })
+        .memPattern,
+    ).toBe(false);
+  });
+
+  it('returns options a thread received compiled as they are', () => {
+    const compiled = markCompiled(compileRuntimeOptions({ memPattern: true }));
+    expect(compileRuntimeOptions(compiled)).toBe(compiled);
   });
 
   it('turns prepacking off through session.disable_prepacking', () => {
