@@ -58,10 +58,10 @@ export const runtimeOptionsSchema = lazySchema((z) =>
       /**
        * ONNX Runtime's memory pattern: after a run it plans one block for all of that input shape's
        * intermediate tensors, keeps the plan per shape, and later runs of the shape take the block
-       * whole. Default: off on CPU, on with a GPU provider. Every batch of a text model has a shape
-       * of its own, and on CPU the arena then keeps whole blocks of every length beside the
-       * tensors of runs without a plan: off took ~10 % off DistilBERT's peak at the same CPU per
-       * record (docs/performance.md, "Memory patterns off on CPU").
+       * whole. Default: off on CPU, on with a GPU provider (not measured there). Text batches come
+       * in many shapes, and on CPU the arena then holds blocks of many lengths beside the tensors
+       * of runs without a plan: off lowers the peak of the longer models at no measured CPU cost
+       * (docs/performance.md, "Memory patterns off on CPU").
        */
       memPattern: z.boolean().optional(),
       /**

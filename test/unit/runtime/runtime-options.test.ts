@@ -27,9 +27,7 @@ describe('runtime options', () => {
 
   it('keeps memory patterns on by default with a GPU provider, and as written otherwise', () => {
     expect(compileRuntimeOptions({ executionProviders: ['cpu'] }).memPattern).toBe(false);
-    expect(compileRuntimeOptions({ executionProviders: [{ name: 'cuda' }] }).memPattern).toBe(
-      true,
-    );
+    expect(compileRuntimeOptions({ executionProviders: [{ name: 'cuda' }] }).memPattern).toBe(true);
     expect(compileRuntimeOptions({ executionProviders: [{ name: 'tensorrt' }] }).memPattern).toBe(
       true,
     );
