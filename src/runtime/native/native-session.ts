@@ -16,7 +16,7 @@ import {
   type ResidentTensor,
   type ValueMetadata,
 } from '../session.ts';
-import { COPY_INPUT, COPY_OUTPUT, copyGraph } from '../graphs/copy-graph.ts';
+import { HostCopiers } from './host-copiers.ts';
 import { ResidentValue } from './resident-value.ts';
 import type { Tensor } from '../tensor.ts';
 import { IoBinding, releaseValues } from './io-binding.ts';
@@ -122,8 +122,8 @@ export class NativeSession implements OrtSession {
   private readonly memory: Pointer;
   /** The options it was opened with, for the helper sessions it opens on the same device. */
   private readonly options: CompiledRuntimeOptions;
-  /** Copy graphs' sessions by element type and rank (copyToHost on a GPU). */
-  private readonly copiers = new Map<string, NativeSession>();
+  /** Copy graphs' sessions (copyToHost on a GPU). */
+  private readonly copiers: HostCopiers;
   private readonly runsOffThread: boolean;
   /** Runs under way on libuv's pool, which release() waits out. */
   private readonly running = new Set<Promise<unknown>>();
@@ -144,6 +144,9 @@ export class NativeSession implements OrtSession {
     this.onnxPath = onnxPath;
     this.share = share;
     this.handle = handle;
+    this.copiers = new HostCopiers(lib, onnxPath, (name, bytes) =>
+      createNativeSession({ name, bytes }, this.options, { intraOpThreads: 1 }),
+    );
     const names: Pointer[] = [];
     try {
       const inputs = describe(lib, handle, thread.allocator, 'Input', names);
@@ -358,29 +361,7 @@ export class NativeSession implements OrtSession {
     throughCopyGraph = sessionDevice(this.options).kind !== 'cpu',
   ): Tensor {
     if (!throughCopyGraph) return readOutputValue(this.lib, value, 'resident value');
-    const { type, dims } = valueShape(this.lib, value, 'resident value');
-    const key = `${type}/${dims.length}`;
-    let copier = this.copiers.get(key);
-    if (copier === undefined) {
-      const bytes = copyGraph(type, dims.length);
-      if (bytes === undefined)
-        throw new FeedMismatchError(
-          `${this.onnxPath}: a ${type} value cannot be copied to the host`,
-        );
-      copier = createNativeSession({ name: `copy-${key}`, bytes }, this.options, {
-        intraOpThreads: 1,
-      });
-      this.copiers.set(key, copier);
-    }
-    const binding = copier.ioBinding();
-    try {
-      binding.bindInputValue(COPY_INPUT, value);
-      binding.bindOutputToCpu(COPY_OUTPUT);
-      binding.run();
-      return binding.outputs()[COPY_OUTPUT] as Tensor;
-    } finally {
-      binding.release();
-    }
+    return this.copiers.copy(value);
   }
 
   /** An IO binding over this session. */
@@ -401,8 +382,7 @@ export class NativeSession implements OrtSession {
     // A run on libuv's pool still uses the session: freed under it, ONNX Runtime would crash.
     await Promise.allSettled([...this.running]);
     finalizer.unregister(this.token);
-    for (const copier of this.copiers.values()) await copier.release();
-    this.copiers.clear();
+    await this.copiers.release();
     freeNames(this.lib, this.thread.allocator, this.names);
     releaseHandle(this.lib, handle, this.share);
     return Promise.resolve();
