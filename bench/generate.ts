@@ -438,27 +438,53 @@ async function greedyMatches(count: number): Promise<{ identical: number; compar
   return { identical, compared };
 }
 
+/**
+ * One mode of a GPU pass: a mode that throws is reported on stderr and left out of the line, so
+ * that one failure does not cost a device call's other figures. On CPU a failure ends the run.
+ */
+async function attempt<T>(label: string, run: () => Promise<T>): Promise<T | undefined> {
+  if (!GPU_PROVIDERS) return run();
+  try {
+    return await run();
+  } catch (err) {
+    process.stderr.write(
+      `${label} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    return undefined;
+  }
+}
+
+const ratioOf = (a: Summary | undefined, b: Summary | undefined): number | undefined =>
+  a === undefined || b === undefined ? undefined : a.tokensPerSecond / b.tokensPerSecond;
+
 /** The mixed e-mails: engine, static batches, sequential (and on a GPU, the CPU engine). */
 async function mixedPass(): Promise<Record<string, unknown>> {
-  const eng = await engine();
-  const stat = await staticBatches();
-  const seq = await sequential();
-  const onCpu = GPU_PROVIDERS ? await engine(MIXED, 'cpu', availableParallelism(), 1) : undefined;
-  const greedy = GPU_PROVIDERS ? await greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)) : undefined;
+  const eng = await attempt('engine', () => engine());
+  const stat = await attempt('static', () => staticBatches());
+  const seq = await attempt('sequential', () => sequential());
+  const onCpu = GPU_PROVIDERS
+    ? await attempt('cpu engine', () => engine(MIXED, 'cpu', availableParallelism(), 1))
+    : undefined;
+  const greedy = GPU_PROVIDERS
+    ? await attempt('greedy', () => greedyMatches(env('BENCH_GREEDY_PROMPTS', 8)))
+    : undefined;
   // The engine's decode cache resident between steps (its default with the native binding)
   // against copied to JS and back every step (kvOn=host): on a GPU always, on CPU with
   // BENCH_KV_HOST=1.
   const kvRun =
     GPU_PROVIDERS || process.env['BENCH_KV_HOST'] === '1'
-      ? await engine({ ...MIXED, kvOn: 'host', label: 'kvOn=host' })
+      ? await attempt('engine kvOn=host', () =>
+          engine({ ...MIXED, kvOn: 'host', label: 'kvOn=host' }),
+        )
       : undefined;
-  const kvRatio = kvRun === undefined ? undefined : eng.tokensPerSecond / kvRun.tokensPerSecond;
+  const ratio = (name: string, value: number | undefined): Record<string, number> =>
+    value === undefined ? {} : { [name]: name.startsWith('kv_') ? round2(value) : round(value) };
   return {
     ratios: {
-      vs_sequential: round(eng.tokensPerSecond / seq.tokensPerSecond),
-      vs_static: round(eng.tokensPerSecond / stat.tokensPerSecond),
-      ...(onCpu ? { gpu_vs_cpu: round(eng.tokensPerSecond / onCpu.tokensPerSecond) } : {}),
-      ...(kvRatio === undefined ? {} : { kv_device_vs_host: round2(kvRatio) }),
+      ...ratio('vs_sequential', ratioOf(eng, seq)),
+      ...ratio('vs_static', ratioOf(eng, stat)),
+      ...ratio('gpu_vs_cpu', ratioOf(eng, onCpu)),
+      ...ratio('kv_device_vs_host', ratioOf(eng, kvRun)),
     },
     ...(kvRun
       ? {
@@ -469,16 +495,16 @@ async function mixedPass(): Promise<Record<string, unknown>> {
           },
         }
       : {}),
-    itl_p50_ms: { engine: eng.itlMs.p50, sequential: seq.itlMs.p50 },
+    itl_p50_ms: { engine: eng?.itlMs.p50, sequential: seq?.itlMs.p50 },
     ...(onCpu ? { cpu_engine_tokens_per_s: onCpu.tokensPerSecond } : {}),
     ...(greedy ? { greedy_identical_to_cpu: `${greedy.identical}/${greedy.compared}` } : {}),
     tokens_per_s: {
-      engine: eng.tokensPerSecond,
-      static: stat.tokensPerSecond,
-      sequential: seq.tokensPerSecond,
+      engine: eng?.tokensPerSecond,
+      static: stat?.tokensPerSecond,
+      sequential: seq?.tokensPerSecond,
     },
-    ttft_p95_ms: { engine: eng.ttftMs.p95, static: stat.ttftMs.p95, sequential: seq.ttftMs.p95 },
-    itl_p95_ms: { engine: eng.itlMs.p95, static: stat.itlMs.p95, sequential: seq.itlMs.p95 },
+    ttft_p95_ms: { engine: eng?.ttftMs.p95, static: stat?.ttftMs.p95, sequential: seq?.ttftMs.p95 },
+    itl_p95_ms: { engine: eng?.itlMs.p95, static: stat?.itlMs.p95, sequential: seq?.itlMs.p95 },
   };
 }
 

@@ -318,7 +318,19 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
       );
       continue;
     }
-    reports[spec.name] = await benchOnDevice(spec, input);
+    try {
+      reports[spec.name] = await benchOnDevice(spec, input);
+    } catch (err) {
+      log(
+        `${spec.name}: failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      );
+    }
+    // Written after every task, so that a device call cut off at its limit keeps what it did.
+    mkdirSync('.cache/bench', { recursive: true });
+    writeFileSync(
+      '.cache/bench/throughput-device.json',
+      JSON.stringify({ device, cores, reports }, null, 2),
+    );
   }
   const summarize = (r: DeviceReport): Record<string, unknown> => ({
     ratios: {
@@ -338,11 +350,6 @@ async function runOnDevice(deviceId: number | undefined): Promise<void> {
       : {}),
     label_mismatches_vs_cpu: r.labelMismatchesVsCpu,
   });
-  mkdirSync('.cache/bench', { recursive: true });
-  writeFileSync(
-    '.cache/bench/throughput-device.json',
-    JSON.stringify({ device, cores, reports }, null, 2),
-  );
   const [first, ...rest] = Object.values(reports);
   writeResultLine({
     bench: 'throughput',

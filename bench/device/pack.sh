@@ -17,7 +17,9 @@ done
 rm -f "$work/.cache/models/all-MiniLM-L6-v2/model_quantized.onnx"
 mkdir -p "$work/.cache/corpus" && cp .cache/corpus/spam-assassin.jsonl "$work/.cache/corpus/"
 bin=node_modules/onnxruntime-node/bin/napi-v6/linux/x64
-# Development tools, other platforms' binaries and the web runtime stay behind.
+# Development tools, other platforms' binaries and the web runtime stay behind, and so do
+# node-llama-cpp's prebuilt engines (680 MB): the device run does not time that contender, and
+# the package itself, which bench/generate.ts imports, loads them only when asked to.
 tar -cf - \
   --exclude="$bin/libonnxruntime_providers_*" \
   --exclude='node_modules/onnxruntime-node/bin/napi-v6/darwin' \
@@ -34,6 +36,7 @@ tar -cf - \
   --exclude='node_modules/testcontainers' --exclude='node_modules/@testcontainers' \
   --exclude='node_modules/ssh2' --exclude='node_modules/cpu-features' \
   --exclude='node_modules/@types' --exclude='*.map' \
+  --exclude='node_modules/@node-llama-cpp' \
   node_modules -C "$work" .cache \
   -C "$PWD/.device/gpu/$bin" libonnxruntime_providers_shared.so libonnxruntime_providers_tensorrt.so \
   | xz -6 -T0 >"$work/runtime.tar.xz"

@@ -41,11 +41,12 @@ export interface DeviceReport {
   texts: number;
   rps: { raw: number; ours: number; transformers_js: number; cpu_engine: number };
   raw: string;
-  rawTrials: Record<string, number>;
+  /** A trial that threw has its error instead of a rate: one failure must not cost the run. */
+  rawTrials: Record<string, number | string>;
   transformersJs: string;
   transformersJsTrials: Record<string, number | string>;
   /** Ours by shard threads (token pricing and character pricing at the default threads). */
-  oursTrials: Record<string, number>;
+  oursTrials: Record<string, number | string>;
   /** Main-process pricing with the tokenizer, every text at once: the 'tokens' ceiling. */
   tokenPricingCeilingRps: number;
   maxAbsDiffVsCpu: number;
@@ -59,6 +60,9 @@ const RAW_POLICIES: BatchPolicy[] = [
   { kind: 'tokens', budget: 16384, maxRows: 512 },
   { kind: 'tokens', budget: 32768, maxRows: 1024 },
 ];
+
+const failure = (err: unknown): string =>
+  `failed: ${err instanceof Error ? err.message : String(err)}`;
 
 async function best<T>(passes: number, run: () => Promise<T>): Promise<{ rps: number; last: T }> {
   let bestSeconds = Infinity;
@@ -103,31 +107,39 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   // default, no transformers.js; the other passes search and ablate.
   const half = spec.variant === 'fp16';
   const rawWorkers = half ? [Math.max(...input.rawWorkers)] : input.rawWorkers;
-  const rawTrials: Record<string, number> = {};
+  const rawTrials: Record<string, number | string> = {};
   let rawBest = { label: '', rps: 0 };
   // onnxruntime-node's sessions (the hidden states come to the host), and the raw that issue 31
-  // sets the floor against: one native session with pooling on its device.
+  // sets the floor against: one native session with pooling on its device, fp16 included.
   const rawKinds =
-    spec.name === 'embedding' ? (['per-thread', 'pooled'] as const) : ['per-thread' as const];
+    spec.pipeline.task === 'featureExtraction'
+      ? (['per-thread', 'pooled'] as const)
+      : ['per-thread' as const];
   for (const kind of rawKinds)
     for (const workers of rawWorkers) {
-      const pool = await RawPool.start(onnxPath, workers, 1, providers, kind);
+      const layout = `${kind === 'pooled' ? 'pooled ' : ''}${workers}x`;
       try {
-        for (const policy of RAW_POLICIES) {
-          const batches = cutBatches(rows, policy);
-          await pool.run(batches.slice(0, 8));
-          const { rps } = await best(passes, () => pool.run(batches));
-          const label = `${kind === 'pooled' ? 'pooled ' : ''}${workers}x ${describePolicy(policy)}`;
-          rawTrials[label] = round(rps * texts.length, 1);
-          if (rps * texts.length > rawBest.rps) rawBest = { label, rps: rps * texts.length };
+        const pool = await RawPool.start(onnxPath, workers, 1, providers, kind);
+        try {
+          for (const policy of RAW_POLICIES) {
+            const batches = cutBatches(rows, policy);
+            await pool.run(batches.slice(0, 8));
+            const { rps } = await best(passes, () => pool.run(batches));
+            const label = `${layout} ${describePolicy(policy)}`;
+            rawTrials[label] = round(rps * texts.length, 1);
+            if (rps * texts.length > rawBest.rps) rawBest = { label, rps: rps * texts.length };
+          }
+        } finally {
+          await pool.close();
         }
-      } finally {
-        await pool.close();
+      } catch (err) {
+        rawTrials[layout] = failure(err);
+        log(`${spec.name}: raw ${layout} ${String(rawTrials[layout])}`);
       }
     }
   log(`${spec.name}: raw ${rawBest.rps.toFixed(0)} rec/s (${rawBest.label})`);
 
-  const oursTrials: Record<string, number> = {};
+  const oursTrials: Record<string, number | string> = {};
   let oursDefault = 0;
   let oursOutputs: unknown[] = [];
   // Pooling on the device is a cuda shard's default; naming it makes the CPU smoke run take the
@@ -165,24 +177,28 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
           : []),
       ];
   for (const variant of variants) {
-    const engine = await startEngine(
-      spec.modelFolder,
-      spec.pipeline,
-      variant.batching,
-      [shard(variant.threads)],
-      variant.runtime,
-      spec.variant,
-    );
     try {
-      await allAtOnce(engine, input.warmup);
-      const { rps, last } = await best(passes, () => allAtOnce(engine, texts));
-      oursTrials[variant.label] = round(rps * texts.length, 1);
-      if (variant === variants[0]) {
-        oursDefault = rps * texts.length;
-        oursOutputs = last.outputs;
+      const engine = await startEngine(
+        spec.modelFolder,
+        spec.pipeline,
+        variant.batching,
+        [shard(variant.threads)],
+        variant.runtime,
+        spec.variant,
+      );
+      try {
+        await allAtOnce(engine, input.warmup);
+        const { rps, last } = await best(passes, () => allAtOnce(engine, texts));
+        oursTrials[variant.label] = round(rps * texts.length, 1);
+        if (variant === variants[0]) {
+          oursDefault = rps * texts.length;
+          oursOutputs = last.outputs;
+        }
+      } finally {
+        await engine.close('drain');
       }
-    } finally {
-      await engine.close('drain');
+    } catch (err) {
+      oursTrials[variant.label] = failure(err);
     }
     log(`${spec.name}: ours ${variant.label} ${oursTrials[variant.label]} rec/s`);
   }
@@ -208,7 +224,7 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
         await pool.close();
       }
     } catch (err) {
-      tjsTrials[label] = `failed: ${err instanceof Error ? err.message : String(err)}`;
+      tjsTrials[label] = failure(err);
     }
   }
   log(`${spec.name}: transformers.js ${tjsBest.rps.toFixed(0)} rec/s (${tjsBest.label})`);
@@ -230,14 +246,16 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
   }
   log(`${spec.name}: CPU engine ${cpuRps.toFixed(0)} rec/s`);
 
-  let diff = 0;
+  // NaN when ours failed at its default: no outputs to compare.
+  let diff = oursOutputs.length === 0 ? NaN : 0;
   let labelMismatches = 0;
-  cpuOutputs.forEach((output, i) => {
-    const a: Comparable = spec.ours(output);
-    const b: Comparable = spec.ours(oursOutputs[i]);
-    if (a.label !== b.label) labelMismatches += 1;
-    diff = Math.max(diff, maxAbsDiff(a.values, b.values));
-  });
+  if (oursOutputs.length > 0)
+    cpuOutputs.forEach((output, i) => {
+      const a: Comparable = spec.ours(output);
+      const b: Comparable = spec.ours(oursOutputs[i]);
+      if (a.label !== b.label) labelMismatches += 1;
+      diff = Math.max(diff, maxAbsDiff(a.values, b.values));
+    });
 
   return {
     task: spec.name,

@@ -16,6 +16,8 @@ export interface Machine {
   cores: number;
   /** Of KERNEL_ISA, those this CPU has (from /proc/cpuinfo; empty where it cannot be read). */
   isa: string[];
+  /** The GPUs nvidia-smi names, where it runs (the device machine). */
+  gpu?: string;
 }
 
 export interface RunRecord {
@@ -45,11 +47,25 @@ function cpuFlags(cpuinfo: string): Set<string> {
 export function machine(cpuinfo = readCpuinfo()): Machine {
   const flags = cpuFlags(cpuinfo);
   const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim();
+  const gpu = gpuNames();
   return {
     cpu: model ?? cpus()[0]?.model ?? 'unknown',
     cores: availableParallelism(),
     isa: KERNEL_ISA.filter((isa) => flags.has(isa)),
+    ...(gpu === '' ? {} : { gpu }),
   };
+}
+
+function gpuNames(): string {
+  try {
+    const out = execFileSync('nvidia-smi', ['--query-gpu=name', '--format=csv,noheader'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return out.trim().split('\n').join(', ');
+  } catch {
+    return '';
+  }
 }
 
 function readCpuinfo(): string {
@@ -69,10 +85,16 @@ function commandLine(argv: readonly string[]): string {
 
 export function runRecord(argv: readonly string[] = process.argv, now = new Date()): RunRecord {
   const status = git(['status', '--porcelain', '--', '.', ':(exclude)bench/results']);
+  const commit = git(['rev-parse', 'HEAD']).trim();
+  // The device machine gets a copy of the tree without .git: the staging command names both.
+  const env = process.env;
   return {
     command: commandLine(argv),
-    commit: git(['rev-parse', 'HEAD']).trim() || 'unknown',
-    dirty: status.trim() !== '',
+    commit: commit || env['BENCH_COMMIT'] || 'unknown',
+    dirty:
+      commit === '' && env['BENCH_DIRTY'] !== undefined
+        ? env['BENCH_DIRTY'] !== '0'
+        : status.trim() !== '',
     machine: machine(),
     date: now.toISOString(),
   };
