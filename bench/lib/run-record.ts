@@ -83,11 +83,19 @@ function commandLine(argv: readonly string[]): string {
   return ['node', ...process.execArgv, path, ...args].join(' ');
 }
 
-export function runRecord(argv: readonly string[] = process.argv, now = new Date()): RunRecord {
-  const status = git(['status', '--porcelain', '--', '.', ':(exclude)bench/results']);
-  const commit = git(['rev-parse', 'HEAD']).trim();
-  // The device machine gets a copy of the tree without .git: the staging command names both.
-  const env = process.env;
+/**
+ * `env` and `gitOf` are the process's own unless a test passes others. The device machine gets a
+ * copy of the tree without .git: there BENCH_COMMIT and BENCH_DIRTY (0 or 1), which the device
+ * call's command sets, say what was copied.
+ */
+export function runRecord(
+  argv: readonly string[] = process.argv,
+  now = new Date(),
+  env: NodeJS.ProcessEnv = process.env,
+  gitOf: (args: string[]) => string = git,
+): RunRecord {
+  const status = gitOf(['status', '--porcelain', '--', '.', ':(exclude)bench/results']);
+  const commit = gitOf(['rev-parse', 'HEAD']).trim();
   return {
     command: commandLine(argv),
     commit: commit || env['BENCH_COMMIT'] || 'unknown',

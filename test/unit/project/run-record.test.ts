@@ -34,4 +34,38 @@ describe('run record', () => {
     expect(record.date).toBe('2026-12-02T15:00:00.000Z');
     expect(typeof record.dirty).toBe('boolean');
   });
+
+  it('takes the commit and dirtiness from BENCH_COMMIT and BENCH_DIRTY where the tree has no git', () => {
+    const noGit = (): string => '';
+    const sha = 'ab'.repeat(20);
+    const clean = runRecord(
+      ['node', 'bench/generate.ts'],
+      new Date(),
+      { BENCH_COMMIT: sha, BENCH_DIRTY: '0' },
+      noGit,
+    );
+    expect(clean.commit).toBe(sha);
+    expect(clean.dirty).toBe(false);
+    const dirty = runRecord(
+      ['node', 'bench/generate.ts'],
+      new Date(),
+      { BENCH_COMMIT: sha, BENCH_DIRTY: '1' },
+      noGit,
+    );
+    expect(dirty.dirty).toBe(true);
+    expect(runRecord(['node', 'x.ts'], new Date(), {}, noGit).commit).toBe('unknown');
+  });
+
+  it('prefers the repository over BENCH_COMMIT where git answers', () => {
+    const gitOf = (args: string[]): string =>
+      args[0] === 'rev-parse' ? 'cd'.repeat(20) + '\n' : ' M src/x.ts\n';
+    const record = runRecord(
+      ['node', 'x.ts'],
+      new Date(),
+      { BENCH_COMMIT: 'ab'.repeat(20), BENCH_DIRTY: '0' },
+      gitOf,
+    );
+    expect(record.commit).toBe('cd'.repeat(20));
+    expect(record.dirty).toBe(true);
+  });
 });
