@@ -11,7 +11,7 @@
 # Each step has a limit (checks 75 s, throughput 270 s, generate 170 s). On a GPU the throughput
 # run is cut to the floors' figures (MiniLM fp32 against both raw contenders, its fp16 copy) and
 # one transformers.js trial; THROUGHPUT_ARGS replaces that choice. Files go to $OUT: run.log,
-# check.txt, monitor.log (memory and GPU every 10 s) and each step's lines.
+# check.txt, monitor.log (memory and GPU every 10 s, and a guard against running out of memory) and each step's lines.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 device=${1:-cuda:0}
@@ -23,9 +23,22 @@ python=${PYTHON:-python3}
 parts=${PARTS:-/tmp/parts}
 wants() { [[ $steps == *",$1,"* ]]; }
 
-(while true; do
-  echo "$(date +%T) $(free -m | awk 'NR==2 {print "mem used " $3 " MiB"}') gpu $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader 2>/dev/null || echo -)"
-  sleep 10
+# Logs memory and GPU use every 10 s, and stops the benchmarks if the machine's memory runs low
+# (MemAvailable under MIN_AVAILABLE_MIB, default 4096): a machine out of memory stops answering
+# and its call returns nothing, a killed step loses only its own lines.
+(i=0
+while true; do
+  available=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
+  if [ "${available:-0}" -lt "${MIN_AVAILABLE_MIB:-4096}" ]; then
+    echo "$(date +%T) memory low: $available MiB available, stopping the step"
+    # timeout runs its command in a process group of its own: the step's whole tree goes.
+    for pid in $(pgrep -P $$ -x timeout); do kill -9 -- "-$pid" 2>/dev/null; done
+  fi
+  if [ $((i % 5)) -eq 0 ]; then
+    echo "$(date +%T) available ${available} MiB, gpu $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader 2>/dev/null || echo -)"
+  fi
+  i=$((i + 1))
+  sleep 2
 done) >"$out/monitor.log" 2>&1 &
 monitor=$!
 trap 'kill $monitor 2>/dev/null' EXIT
