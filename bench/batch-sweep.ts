@@ -39,7 +39,10 @@ for (const range of values.ranges.split(',')) {
   const byConfig: Record<string, number> = { rows: kept.length };
   for (const config of values.configs.split(',')) {
     const [workers = 1, intraOp = 1, batchSize = 1] = config.split('x').map(Number);
-    const pool = await RawPool.start(`${values.model}/model.onnx`, workers, intraOp);
+    const pool = await RawPool.start(`${values.model}/model.onnx`, {
+      workers,
+      intraOpThreads: intraOp,
+    });
     try {
       const batches = sortedBatches(kept, batchSize);
       await pool.run(batches.slice(-workers));

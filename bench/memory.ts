@@ -578,15 +578,13 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       encoded.map((e) => e.ids),
       policy,
     );
-    const pool = await RawPool.start(
-      onnxPath,
-      layout.workers,
-      layout.intraOpThreads,
-      undefined,
-      layout.sessions ?? 'per-thread',
-      layout.runsPerThread,
-      layout.memPattern,
-    );
+    const pool = await RawPool.start(onnxPath, {
+      workers: layout.workers,
+      intraOpThreads: layout.intraOpThreads,
+      ...(layout.sessions === undefined ? {} : { sessions: layout.sessions }),
+      ...(layout.runsPerThread === undefined ? {} : { runsPerThread: layout.runsPerThread }),
+      ...(layout.memPattern === undefined ? {} : { memPattern: layout.memPattern }),
+    });
     loadMs = Math.round(performance.now() - loadStarted);
     loadedMiB = residentMiB();
     loadPeakMiB = peakResidentMiB();

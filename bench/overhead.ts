@@ -122,7 +122,10 @@ for (const name of values.models.split(',')) {
     batching: { maxBatchSize: 1 },
     shards: [{ device: 'cpu', threads: cores }],
   });
-  const pool = await RawPool.start(`${model.folder}/${model.onnx}`, cores, 1);
+  const pool = await RawPool.start(`${model.folder}/${model.onnx}`, {
+    workers: cores,
+    intraOpThreads: 1,
+  });
   report[name] = {};
   for (const [set, texts] of Object.entries(sets)) {
     const rows = (await tokenizer.encode(texts, { maxLength: MAX_LENGTH })).map((e) => e.ids);

@@ -119,7 +119,12 @@ export async function benchOnDevice(spec: TaskSpec, input: DeviceInput): Promise
     for (const workers of rawWorkers) {
       const layout = `${kind === 'pooled' ? 'pooled ' : ''}${workers}x`;
       try {
-        const pool = await RawPool.start(onnxPath, workers, 1, providers, kind);
+        const pool = await RawPool.start(onnxPath, {
+          workers,
+          intraOpThreads: 1,
+          executionProviders: providers,
+          sessions: kind,
+        });
         try {
           for (const policy of RAW_POLICIES) {
             const batches = cutBatches(rows, policy);

@@ -76,6 +76,20 @@ export function cutBatches(rows: readonly number[][], policy: BatchPolicy): numb
 /** 'pooled': 'shared', linked to the pooling graph on the session's device (raw-worker.ts). */
 export type RawSessions = 'per-thread' | 'shared' | 'pooled';
 
+/** How a raw pool runs its model: threads, their sessions and ONNX Runtime's options. */
+export interface RawLayout {
+  workers: number;
+  /** Per thread; a shared session's pool is sized from it (raw-worker.ts). */
+  intraOpThreads: number;
+  executionProviders?: InferenceSession.ExecutionProviderConfig[];
+  /** Default 'per-thread' (onnxruntime-node, a session per thread). */
+  sessions?: RawSessions;
+  /** Runs each thread keeps going on a shared session (default 1). */
+  runsPerThread?: number;
+  /** ONNX Runtime's memory pattern; on unless false, ONNX Runtime's own default. */
+  memPattern?: boolean;
+}
+
 export class RawPool {
   private readonly threads: Worker[];
   private readonly table: SharedArrayBuffer | undefined;
@@ -91,16 +105,15 @@ export class RawPool {
     this.inFlight = BATCHES_PER_THREAD * runsPerThread;
   }
 
-  static async start(
-    onnxPath: string,
-    workers: number,
-    intraOpThreads: number,
-    executionProviders?: InferenceSession.ExecutionProviderConfig[],
-    sessions: RawSessions = 'per-thread',
-    runsPerThread = 1,
-    /** ONNX Runtime's memory pattern; on unless false, ONNX Runtime's own default. */
-    memPattern = true,
-  ): Promise<RawPool> {
+  static async start(onnxPath: string, layout: RawLayout): Promise<RawPool> {
+    const {
+      workers,
+      intraOpThreads,
+      executionProviders,
+      sessions = 'per-thread',
+      runsPerThread = 1,
+      memPattern = true,
+    } = layout;
     const table = sessions === 'per-thread' ? undefined : SharedSessions.allocate();
     const shared = table === undefined ? undefined : { table, workers };
     const pooled = sessions === 'pooled';

@@ -82,7 +82,7 @@ export async function searchRaw(
     const turns = families
       .flatMap((family, f) => family.map((batching, i) => ({ f, i, batching })))
       .sort((a, b) => a.i - b.i || a.f - b.f);
-    const pool = await RawPool.start(onnxPath, split.workers, split.intraOpThreads);
+    const pool = await RawPool.start(onnxPath, split);
     try {
       for (const { f, batching } of turns) {
         const walk = walks[f] as (typeof walks)[number];
@@ -122,7 +122,7 @@ export async function searchRaw(
   let best = measured[0] as { config: RawConfig; rps: number };
   let bestMean = 0;
   for (const { config, rps } of measured.slice(0, FINALISTS)) {
-    const pool = await RawPool.start(onnxPath, config.workers, config.intraOpThreads);
+    const pool = await RawPool.start(onnxPath, config);
     let again: number | undefined;
     try {
       again = await timeRaw(pool, sample, config, config.batching);

@@ -58,13 +58,11 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
     config: RawConfig = raw,
     sessions: RawSessions = 'per-thread',
   ): Promise<number> => {
-    const pool = await RawPool.start(
-      onnxPath,
-      config.workers,
-      config.intraOpThreads,
-      undefined,
+    const pool = await RawPool.start(onnxPath, {
+      workers: config.workers,
+      intraOpThreads: config.intraOpThreads,
       sessions,
-    );
+    });
     try {
       const rps = await timeRaw(pool, rows, config, config.batching);
       if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(config)}`);

@@ -136,7 +136,7 @@ export async function benchTask(spec: TaskSpec, input: TaskInput): Promise<TaskR
   );
   const best = search.best;
   const timeRawOn = async (config: RawConfig): Promise<number> => {
-    const pool = await RawPool.start(onnxPath, config.workers, config.intraOpThreads);
+    const pool = await RawPool.start(onnxPath, config);
     try {
       const rps = await timeRaw(pool, rows, config, config.batching);
       if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(config)}`);
