@@ -477,14 +477,17 @@ async function mixedPass(): Promise<Record<string, unknown>> {
           engine({ ...MIXED, kvOn: 'host', label: 'kvOn=host' }),
         )
       : undefined;
-  const ratio = (name: string, value: number | undefined): Record<string, number> =>
-    value === undefined ? {} : { [name]: name.startsWith('kv_') ? round2(value) : round(value) };
+  const ratio = (
+    name: string,
+    value: number | undefined,
+    digits: (v: number) => number = round,
+  ): Record<string, number> => (value === undefined ? {} : { [name]: digits(value) });
   return {
     ratios: {
       ...ratio('vs_sequential', ratioOf(eng, seq)),
       ...ratio('vs_static', ratioOf(eng, stat)),
       ...ratio('gpu_vs_cpu', ratioOf(eng, onCpu)),
-      ...ratio('kv_device_vs_host', ratioOf(eng, kvRun)),
+      ...ratio('kv_device_vs_host', ratioOf(eng, kvRun), round2),
     },
     ...(kvRun
       ? {

@@ -38,22 +38,13 @@ describe('run record', () => {
   it('takes the commit and dirtiness from BENCH_COMMIT and BENCH_DIRTY where the tree has no git', () => {
     const noGit = (): string => '';
     const sha = 'ab'.repeat(20);
-    const clean = runRecord(
-      ['node', 'bench/generate.ts'],
-      new Date(),
-      { BENCH_COMMIT: sha, BENCH_DIRTY: '0' },
-      noGit,
-    );
+    const withEnv = (env: NodeJS.ProcessEnv): ReturnType<typeof runRecord> =>
+      runRecord(['node', 'bench/generate.ts'], new Date(), env, noGit);
+    const clean = withEnv({ BENCH_COMMIT: sha, BENCH_DIRTY: '0' });
     expect(clean.commit).toBe(sha);
     expect(clean.dirty).toBe(false);
-    const dirty = runRecord(
-      ['node', 'bench/generate.ts'],
-      new Date(),
-      { BENCH_COMMIT: sha, BENCH_DIRTY: '1' },
-      noGit,
-    );
-    expect(dirty.dirty).toBe(true);
-    expect(runRecord(['node', 'x.ts'], new Date(), {}, noGit).commit).toBe('unknown');
+    expect(withEnv({ BENCH_COMMIT: sha, BENCH_DIRTY: '1' }).dirty).toBe(true);
+    expect(withEnv({}).commit).toBe('unknown');
   });
 
   it('prefers the repository over BENCH_COMMIT where git answers', () => {
