@@ -12,3 +12,4 @@ if [ -x node_modules/.bin/node ]; then NODE=node_modules/.bin/node; fi
 
 python scripts/models/build_fixtures.py "$@"
 python scripts/models/build_manifest.py
+python scripts/models/graph_operators.py

@@ -20,8 +20,8 @@ export async function createNodeSession(
   try {
     session =
       typeof source === 'string'
-        ? await InferenceSession.create(source, toSessionOptions(options))
-        : await InferenceSession.create(source.bytes, toSessionOptions(options));
+        ? await InferenceSession.create(source, toSessionOptions(options, source))
+        : await InferenceSession.create(source.bytes, toSessionOptions(options, source));
   } catch (cause) {
     throw sessionLoadError(cause, label, options);
   }

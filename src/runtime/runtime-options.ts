@@ -10,6 +10,12 @@ import { isCompiled } from '../options/compiled.ts';
 import { lazySchema } from '../options/lazy-schema.ts';
 import { parseOptions } from '../options/parse.ts';
 import { onnxRuntimeBinDir } from './library-path.ts';
+import {
+  isQuantized,
+  readOnnxGraphFacts,
+  takesKvCache,
+  type OnnxGraphFacts,
+} from '../models/onnx-operators.ts';
 
 export const BINDINGS = ['native', 'onnxruntime-node'] as const;
 export type Binding = (typeof BINDINGS)[number];
@@ -58,12 +64,14 @@ export const runtimeOptionsSchema = lazySchema((z) =>
       /**
        * ONNX Runtime's memory pattern: after a run it plans one block for all of that input shape's
        * intermediate tensors, keeps the plan per shape, and later runs of the shape take the block
-       * whole. Default: off on CPU, on with a GPU provider (not measured there). Text batches come
-       * in many shapes, and on CPU the arena then holds blocks of many lengths beside the tensors
-       * of runs without a plan: off lowers the peak of the longer models at no measured CPU cost
-       * (docs/performance.md, "Memory patterns off on CPU").
+       * whole. 'quantized' turns it on for a quantized graph that takes no KV cache and off for
+       * any other, decided per graph as its session opens (memPatternFor). Default: 'quantized' on
+       * CPU, on with a GPU provider (not measured there). Text batches come in many shapes, and on CPU the arena then holds blocks
+       * of many lengths beside the tensors of runs without a plan: off lowers the peak of the
+       * longer fp32 models at no measured CPU cost, while an int8 encoder's many small integer
+       * kernels run cheaper with the plan (docs/performance.md, "Memory patterns off on CPU").
        */
-      memPattern: z.boolean().optional(),
+      memPattern: z.union([z.boolean(), z.literal('quantized')]).optional(),
       /**
        * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
        * beside the originals; false sets the session config entry `session.disable_prepacking`.
@@ -107,7 +115,7 @@ export const runtimeOptionsSchema = lazySchema((z) =>
 export type RuntimeOptions = z.input<typeof runtimeOptionsSchema.schema>;
 type ParsedRuntimeOptions = z.output<typeof runtimeOptionsSchema.schema>;
 export type CompiledRuntimeOptions = Omit<ParsedRuntimeOptions, 'memPattern'> & {
-  memPattern: boolean;
+  memPattern: boolean | 'quantized';
 };
 export type ExecutionProvider = z.output<typeof providerSchema.schema>;
 
@@ -117,7 +125,31 @@ export function compileRuntimeOptions(
 ): CompiledRuntimeOptions {
   if (isCompiled(options)) return options as CompiledRuntimeOptions;
   const parsed = parseOptions(runtimeOptionsSchema, options, path);
-  return { ...parsed, memPattern: parsed.memPattern ?? sessionDevice(parsed).kind !== 'cpu' };
+  return {
+    ...parsed,
+    memPattern: parsed.memPattern ?? (sessionDevice(parsed).kind === 'cpu' ? 'quantized' : true),
+  };
+}
+
+/**
+ * Whether a session of `source` plans its memory: the option where it is set, and for the CPU
+ * default, whether the graph is quantized and takes no KV cache (a decoder step's shapes change
+ * every step, so a plan per shape would never be reused). A helper graph's bytes get none.
+ */
+export function memPatternFor(
+  source: string | { bytes: Uint8Array },
+  options: CompiledRuntimeOptions,
+): boolean {
+  if (options.memPattern !== 'quantized') return options.memPattern;
+  if (typeof source !== 'string') return false;
+  let facts: OnnxGraphFacts;
+  try {
+    facts = readOnnxGraphFacts(source);
+  } catch {
+    // A file this walk cannot read fails ONNX Runtime's load too, which says why in its own words.
+    return false;
+  }
+  return isQuantized(facts) && !takesKvCache(facts);
 }
 
 /** The memory a session's outputs live in: its first GPU provider's device, else the host's. */
@@ -172,14 +204,17 @@ export function runtimeOptionsKey(options: CompiledRuntimeOptions): string {
   return JSON.stringify(options);
 }
 
-export function toSessionOptions(options: CompiledRuntimeOptions): InferenceSession.SessionOptions {
+export function toSessionOptions(
+  options: CompiledRuntimeOptions,
+  source: string | { bytes: Uint8Array },
+): InferenceSession.SessionOptions {
   assertProvidersInstalled(options);
   return {
     intraOpNumThreads: options.intraOpThreads,
     interOpNumThreads: options.interOpThreads,
     graphOptimizationLevel: options.graphOptimizationLevel,
     enableCpuMemArena: options.cpuMemArena,
-    enableMemPattern: options.memPattern,
+    enableMemPattern: memPatternFor(source, options),
     // onnxruntime-node passes `extra` to AddConfigEntry, nested keys joined with dots.
     ...(options.prepacking ? {} : { extra: { session: { disable_prepacking: '1' } } }),
     executionProviders: options.executionProviders.map((p) =>

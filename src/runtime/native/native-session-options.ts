@@ -13,12 +13,14 @@ const OPTIMIZATION_LEVELS: Record<CompiledRuntimeOptions['graphOptimizationLevel
 
 /**
  * A new OrtSessionOptions (the caller releases it with ReleaseSessionOptions once the session
- * exists). `intraOpThreads` is the session's own pool, which the caller sizes for sharing.
+ * exists). `intraOpThreads` is the session's own pool, which the caller sizes for sharing;
+ * `memPattern` is options.memPattern resolved for the graph (memPatternFor).
  */
 export function createSessionOptions(
   lib: OrtLibrary,
   options: CompiledRuntimeOptions,
   intraOpThreads: number,
+  memPattern: boolean,
 ): Pointer {
   const handle = lib.out('CreateSessionOptions');
   try {
@@ -30,7 +32,7 @@ export function createSessionOptions(
       OPTIMIZATION_LEVELS[options.graphOptimizationLevel],
     );
     lib.call(options.cpuMemArena ? 'EnableCpuMemArena' : 'DisableCpuMemArena', handle);
-    lib.call(options.memPattern ? 'EnableMemPattern' : 'DisableMemPattern', handle);
+    lib.call(memPattern ? 'EnableMemPattern' : 'DisableMemPattern', handle);
     if (!options.prepacking)
       lib.call('AddSessionConfigEntry', handle, 'session.disable_prepacking', '1');
     for (const provider of options.executionProviders) appendProvider(lib, handle, provider);

@@ -3,7 +3,7 @@
 // tensor, never a crash), and Run over OrtValues that point at the feeds' own memory.
 import { FeedMismatchError, OrtStatusError } from '../../errors.ts';
 import { sessionLoadError } from '../load-error.ts';
-import { sessionDevice, type CompiledRuntimeOptions } from '../runtime-options.ts';
+import { memPatternFor, sessionDevice, type CompiledRuntimeOptions } from '../runtime-options.ts';
 import {
   isResident,
   runLinkedThroughHost,
@@ -72,7 +72,8 @@ function openSession(
   options: CompiledRuntimeOptions,
   intraOpThreads: number,
 ): Pointer {
-  const sessionOptions = createSessionOptions(lib, options, intraOpThreads);
+  const memPattern = memPatternFor(source, options);
+  const sessionOptions = createSessionOptions(lib, options, intraOpThreads, memPattern);
   try {
     if (typeof source === 'string') return lib.out('CreateSession', env, source, sessionOptions);
     const { bytes } = source;

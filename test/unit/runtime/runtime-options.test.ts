@@ -15,18 +15,33 @@ const MODEL = join(
   'models',
   'bert-feature-extraction',
 );
+const MODEL_FILE = join(MODEL, 'model.onnx');
+const INT8_FILE = join(
+  import.meta.dirname,
+  '..',
+  '..',
+  '..',
+  'models',
+  'all-MiniLM-L6-v2-int8',
+  'model.onnx',
+);
 
 describe('runtime options', () => {
-  it('defaults to arena and prepacking on and memory patterns off on CPU, with no config entries', () => {
+  it('defaults to arena and prepacking on and memory patterns off on an fp32 CPU graph, with no config entries', () => {
     const compiled = compileRuntimeOptions();
-    expect(compiled).toMatchObject({ cpuMemArena: true, memPattern: false, prepacking: true });
-    const session = toSessionOptions(compiled);
+    expect(compiled).toMatchObject({
+      cpuMemArena: true,
+      memPattern: 'quantized',
+      prepacking: true,
+    });
+    const session = toSessionOptions(compiled, MODEL_FILE);
     expect(session).toMatchObject({ enableCpuMemArena: true, enableMemPattern: false });
     expect(session.extra).toBeUndefined();
+    expect(toSessionOptions(compiled, INT8_FILE).enableMemPattern).toBe(true);
   });
 
   it('keeps memory patterns on by default with a GPU provider, and as written otherwise', () => {
-    expect(compileRuntimeOptions({ executionProviders: ['cpu'] }).memPattern).toBe(false);
+    expect(compileRuntimeOptions({ executionProviders: ['cpu'] }).memPattern).toBe('quantized');
     expect(compileRuntimeOptions({ executionProviders: [{ name: 'cuda' }] }).memPattern).toBe(true);
     expect(compileRuntimeOptions({ executionProviders: [{ name: 'tensorrt' }] }).memPattern).toBe(
       true,
@@ -44,7 +59,7 @@ describe('runtime options', () => {
   });
 
   it('turns prepacking off through session.disable_prepacking', () => {
-    const session = toSessionOptions(compileRuntimeOptions({ prepacking: false }));
+    const session = toSessionOptions(compileRuntimeOptions({ prepacking: false }), MODEL_FILE);
     expect(session.extra).toEqual({ session: { disable_prepacking: '1' } });
   });
 
