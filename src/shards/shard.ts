@@ -34,6 +34,8 @@ export const BATCHES_PER_THREAD = 2;
 export const YOUNG_GENERATION_MB = 4;
 
 const DEFAULT_WORKER = fileURLToPath(new URL('./inference-worker.ts', import.meta.url));
+/** What piscina loads; it imports the handler (see thread-entry.ts for why). */
+const THREAD_ENTRY = fileURLToPath(new URL('./thread-entry.ts', import.meta.url));
 
 export interface ShardOptions {
   spec: ShardSpec;
@@ -67,7 +69,7 @@ export class Shard {
     this.capacity = options.spec.threads * perThread;
     this.logger = options.logger;
     this.pool = new Piscina({
-      filename: options.workerFile ?? DEFAULT_WORKER,
+      filename: THREAD_ENTRY,
       name: 'default',
       minThreads: options.spec.threads,
       maxThreads: options.spec.threads,
@@ -83,6 +85,7 @@ export class Shard {
       // process natively ("terminate called after throwing an instance of 'Napi::Error'").
       closeTimeout: 2 ** 31 - 1,
       workerData: {
+        handlerFile: options.workerFile ?? DEFAULT_WORKER,
         ...shardSetup(options.setup, options.spec),
         sharing: {
           table: this.sessions,
