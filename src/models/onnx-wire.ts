@@ -107,7 +107,8 @@ export class WireFile {
   }
 
   text(span: FieldSpan): string {
-    return Buffer.from(this.bytes(span)).toString('utf8');
+    const bytes = this.bytes(span);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   }
 
   private varint(at: number): { value: number; next: number } {

@@ -66,10 +66,11 @@ export const runtimeOptionsSchema = lazySchema((z) =>
        * intermediate tensors, keeps the plan per shape, and later runs of the shape take the block
        * whole. 'quantized' turns it on for a quantized graph that takes no KV cache and off for
        * any other, decided per graph as its session opens (memPatternFor). Default: 'quantized' on
-       * CPU, on with a GPU provider (not measured there). Text batches come in many shapes, and on CPU the arena then holds blocks
-       * of many lengths beside the tensors of runs without a plan: off lowers the peak of the
-       * longer fp32 models at no measured CPU cost, while an int8 encoder's many small integer
-       * kernels run cheaper with the plan (docs/performance.md, "Memory patterns off on CPU").
+       * CPU, on with a GPU provider (not measured there). Text batches come in many shapes, and on
+       * CPU the arena then holds blocks of many lengths beside the tensors of runs without a plan:
+       * off lowers the peak of the longer fp32 models at no measured CPU cost, while an int8
+       * encoder's many small integer kernels run cheaper with the plan (docs/performance.md,
+       * "Memory patterns on for quantized encoders").
        */
       memPattern: z.union([z.boolean(), z.literal('quantized')]).optional(),
       /**
