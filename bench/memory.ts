@@ -23,7 +23,9 @@
 // `_node_process` layouts go without one or both (every line before 2026-12-05 ran without).
 // Options: --models DIR,... (fp32 and int8 MiniLM, the DistilBERT classifier), --texts N (128),
 // --rounds N (2 timed rounds per child, after one warm round), --passes N (2), --layouts A,B
-// (a subset, by name). Internal: --child JSON runs one layout.
+// (a subset, by name), --max-length N (every contender truncates there: the issue's Go comparison
+// cut every model at 256 tokens; default each task's own, 256 for MiniLM, 512 for DistilBERT).
+// Internal: --child JSON runs one layout.
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -42,7 +44,7 @@ import { parseArgs } from 'node:util';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.ts';
 import { isBatchInvariant } from '../src/pipelines/runtime/batch-invariance.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
-import { CLASSIFICATION, EMBEDDING } from './lib/contenders.ts';
+import { CLASSIFICATION, EMBEDDING, truncatedAt } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { RawPool, cutBatches, type BatchPolicy, type RawSessions } from './lib/raw-pool.ts';
 import { WORKER_ENV, WORKER_V8_FLAGS } from '../bin/worker-process.js';
@@ -83,6 +85,8 @@ interface ChildJob {
   /** A JSON file of the texts: the child must not parse the whole corpus (~100 MB of heap). */
   textsFile: string;
   rounds: number;
+  /** Truncation for every contender, where --max-length set one. */
+  maxLength?: number;
 }
 
 interface ChildResult {
@@ -113,6 +117,7 @@ const { values } = parseArgs({
     texts: { type: 'string', default: '128' },
     rounds: { type: 'string', default: '2' },
     passes: { type: 'string', default: '2' },
+    'max-length': { type: 'string' },
     child: { type: 'string' },
   },
 });
@@ -274,6 +279,9 @@ if (chosen !== undefined && layouts.length !== chosen.length)
   throw new Error(`--layouts: known layouts are ${allLayouts.map((l) => l.name).join(', ')}`);
 
 const models = values.models.split(',');
+const maxLength = values['max-length'] === undefined ? undefined : Number(values['max-length']);
+if (maxLength !== undefined && !(Number.isInteger(maxLength) && maxLength > 0))
+  throw new Error('--max-length: a whole number of tokens above 0');
 const textsFile = join('.cache', 'bench', 'memory', `texts-${values.texts}.json`);
 mkdirSync(join('.cache', 'bench', 'memory'), { recursive: true });
 writeFileSync(textsFile, JSON.stringify(loadTexts(Number(values.texts))));
@@ -311,6 +319,7 @@ for (let pass = 0; pass < Number(values.passes); pass += 1) {
         model: layout.externalData === true ? (staged.get(model) ?? model) : model,
         textsFile,
         rounds: Number(values.rounds),
+        ...(maxLength === undefined ? {} : { maxLength }),
       };
       const result = runInChild(job);
       record(runs.loaded, label, layout.name, result.loadedMiB);
@@ -393,6 +402,8 @@ writeResultLine({
   bench: 'memory',
   cores,
   texts: Number(values.texts),
+  // null: each task's own truncation (256 tokens for MiniLM, 512 for DistilBERT).
+  max_length: maxLength ?? null,
   rss_mib: {
     ours: benchPeaks['default'],
     raw: benchPeaks['raw'],
@@ -539,7 +550,10 @@ function cpuSecondsSince(before: NodeJS.CpuUsage): number {
 async function runChild(job: ChildJob): Promise<ChildResult> {
   const texts = JSON.parse(readFileSync(job.textsFile, 'utf8')) as string[];
   const { layout } = job;
-  const spec = specFor(job.model);
+  const spec =
+    job.maxLength === undefined
+      ? specFor(job.model)
+      : truncatedAt(specFor(job.model), job.maxLength);
   let best = 0;
   let loadedMiB = 0;
   let loadPeakMiB = 0;

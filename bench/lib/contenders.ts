@@ -78,6 +78,15 @@ export function onModel(spec: TaskSpec, modelFolder: string): TaskSpec {
   };
 }
 
+/** The same task with every contender truncating at `maxLength` tokens (the pipeline's option too). */
+export function truncatedAt(spec: TaskSpec, maxLength: number): TaskSpec {
+  return {
+    ...spec,
+    maxLength,
+    pipeline: { ...spec.pipeline, options: { ...(spec.pipeline.options ?? {}), maxLength } },
+  };
+}
+
 export const EMBEDDING: TaskSpec = {
   name: 'embedding',
   modelFolder: '.cache/models/all-MiniLM-L6-v2',

@@ -21,13 +21,19 @@ describe('textClassification', forPipeline('textClassification'), () => {
     describe(modelName, () => {
       for (const golden of readGoldens(modelName).pipeline) {
         parityCase(golden, async ({ call }) => {
-          const { top_k: topK, function_to_apply: functionToApply } = call.options as {
+          const {
+            top_k: topK,
+            function_to_apply: functionToApply,
+            max_length: maxLength,
+          } = call.options as {
             top_k?: number | null;
             function_to_apply?: 'softmax' | 'sigmoid' | 'none';
+            max_length?: number;
           };
           const pipeline = new TextClassificationPipeline(await load(modelName), {
             ...(topK !== undefined ? { topK } : {}),
             ...(functionToApply !== undefined ? { functionToApply } : {}),
+            ...(maxLength !== undefined ? { maxLength } : {}),
           });
           const outputs = await pipeline.run(asBatch(call.inputs).map(toInput));
           // With the default top_k Python gives a dict per input (a list of them for a batch);

@@ -188,7 +188,17 @@ def classification_cases(fixture: TextFixture, pipe, _model) -> list[dict[str, A
     ]
     for fn in ("softmax", "sigmoid", "none"):
         cases.append(_run(pipe, t, f"function_to_apply_{fn}", texts.PERSONISH, top_k=None, function_to_apply=fn))
-    return cases
+    return cases + truncation_cases(pipe)
+
+
+def truncation_cases(pipe) -> list[dict[str, Any]]:
+    """A truncation length below the model's, as a user sets max_length to cut CPU time and memory."""
+    t = "text-classification"
+    mids = texts.medium_texts(3)
+    return [
+        _run(pipe, t, "long_max_length_16", texts.long_text(), truncation=True, max_length=16),
+        _run(pipe, t, "batch_max_length_24", [texts.SHORT, texts.long_text(), *mids], truncation=True, max_length=24, batch_size=4),
+    ]
 
 
 def cross_encoder_cases(fixture: TextFixture, pipe, _model) -> list[dict[str, Any]]:

@@ -24,6 +24,8 @@ export const textClassificationOptionsSchema = lazySchema((z) =>
       /** How many labels to return, best first; null returns every label. */
       topK: z.number().int().min(1).nullable().default(1),
       truncation: z.boolean().default(true),
+      /** Truncation length (Python's max_length); default the tokenizer's model_max_length. */
+      maxLength: z.number().int().min(1).optional(),
     })
     .strict(),
 );
@@ -48,8 +50,10 @@ export class TextClassificationPipeline extends BasePipeline<
 
   protected async runBatch(inputs: readonly TextClassificationInput[]): Promise<LabelScore[][]> {
     const texts = inputs.map(toTextInput);
+    const { truncation, maxLength } = this.options;
     const encoded = await this.encode(texts, {
-      truncation: this.options.truncation ? 'longest_first' : false,
+      truncation: truncation ? 'longest_first' : false,
+      ...(maxLength !== undefined ? { maxLength } : {}),
     });
     const logits = logitsOf(this.model, await this.inferText(encoded));
     return texts.map((_, b) =>
@@ -87,6 +91,9 @@ export const textClassificationTask: TaskDefinition = {
     new TextClassificationPipeline(model, options as TextClassificationOptions),
   // A single text truncates; a pair is an object, held to the limit as it is.
   cutsLongText: (options) => options['truncation'] !== false,
+  // Priced at the length it runs, or a cut text looks several times its size.
+  truncatesAt: (options) =>
+    typeof options['maxLength'] === 'number' ? options['maxLength'] : undefined,
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (

@@ -60,6 +60,21 @@ describe('word-aligned prefix pricing', () => {
     });
   }
 
+  it("prices a textClassification input at its maxLength, else at the tokenizer's", async () => {
+    const folder = 'test/fixtures/models/roberta-text-classification';
+    const tokenizer = await TextTokenizer.load(join(ROOT, folder));
+    const context = (options: Record<string, unknown>) => ({
+      task: 'textClassification',
+      tokenizer,
+      options,
+      pricing: 'tokens' as const,
+    });
+    const text = long[0]!;
+    expect((await inputCost(text, context({ maxLength: 24 }))).tokens).toBe(24);
+    expect(tokenizer.maxLength).toBeGreaterThan(24);
+    expect((await inputCost(text, context({}))).tokens).toBe(tokenizer.maxLength);
+  });
+
   for (const [name, folder] of [
     ['WordPiece (all-MiniLM-L6-v2)', 'models/all-MiniLM-L6-v2-int8'],
     ['byte-level BPE (roberta fixture)', 'test/fixtures/models/roberta-text-classification'],
