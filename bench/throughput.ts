@@ -17,7 +17,9 @@
 // model_fp16.onnx, runs with --device only), --models fixtures (the tiny test models: a smoke run of the
 // machinery, not a measurement), --repeat N (after the first run, raw in its searched layout and
 // ours are timed N - 1 more times, taking turns; the JSON line gets each run's ratio and the
-// spread), --no-int8 (skip the int8 MiniLM pass: raw's search and N turns of raw and ours).
+// spread), --no-int8 (skip the int8 MiniLM pass: raw's search and N turns of raw and ours),
+// --cls-max-length N (every contender truncates the classification texts there; default the
+// model's 512: issue 30's comparison with a Go server cut every model at 256).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +33,7 @@ import {
   INT8_EMBEDDING,
   onModel,
   onnxFileOf,
+  truncatedAt,
   type TaskSpec,
 } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
@@ -51,6 +54,7 @@ const { values } = parseArgs({
     'cls-latency': { type: 'string', default: '64' },
     calibration: { type: 'string', default: '256' },
     'cls-calibration': { type: 'string', default: '48' },
+    'cls-max-length': { type: 'string' },
     'tjs-calibration': { type: 'string', default: '128' },
     'cls-tjs-calibration': { type: 'string', default: '48' },
     'search-seconds': { type: 'string', default: '180' },
@@ -98,9 +102,17 @@ const fixtures = values.models === 'fixtures';
 const embeddingSpec = fixtures
   ? onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
   : EMBEDDING;
-const classificationSpec = fixtures
+const clsMaxLength =
+  values['cls-max-length'] === undefined ? undefined : Number(values['cls-max-length']);
+if (clsMaxLength !== undefined && !(Number.isInteger(clsMaxLength) && clsMaxLength > 0))
+  throw new Error(
+    `--cls-max-length takes a whole number of tokens, not '${values['cls-max-length']}'`,
+  );
+const classificationModel = fixtures
   ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
   : CLASSIFICATION;
+const classificationSpec =
+  clsMaxLength === undefined ? classificationModel : truncatedAt(classificationModel, clsMaxLength);
 // The tiny fixtures have no float16 copy: the fp16 pass is skipped on them.
 const fp16Spec = fixtures
   ? onModel(FP16_EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
@@ -267,7 +279,12 @@ writeResultLine({
   ...(embedding === undefined ? {} : summary(embedding, embeddingRuns)),
   ...(classification === undefined
     ? {}
-    : { classification: summary(classification, classificationRuns) }),
+    : {
+        classification: {
+          ...summary(classification, classificationRuns),
+          max_length: classificationSpec.maxLength,
+        },
+      }),
   ...(int8 === undefined
     ? {}
     : {
