@@ -2,7 +2,8 @@
 text-classification fixtures without rebuilding them, so their ONNX files and other goldens stay
 byte-identical: each torch model is remade from the fixture's seed and committed tokenizer as the
 kit's build() makes it, must reproduce the committed pipeline goldens, and only then are the
-truncation cases (re)placed at the end of the pipeline list, where build() puts them.
+truncation cases (re)placed at the end of the pipeline list, where build() puts them. The
+manifest is written again after, for the goldens' new hashes.
 
     OMP_NUM_THREADS=1 .venv/models/bin/python scripts/models/add_truncation_goldens.py
 """
@@ -17,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
+import build_manifest  # noqa: E402
 from kit import text_fixtures  # noqa: E402
 from kit.common import FIXTURES, jsonable, seed_everything, write_json  # noqa: E402
 from kit.tokenizer_kit import save as save_tokenizer  # noqa: E402
@@ -79,6 +81,7 @@ def main() -> None:
     by_name = {fixture.name: fixture for fixture in text_fixtures.FIXTURE_LIST}
     for name in NAMES:
         add(by_name[name])
+    build_manifest.main()
 
 
 if __name__ == "__main__":
