@@ -44,7 +44,7 @@ import { parseArgs } from 'node:util';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.ts';
 import { isBatchInvariant } from '../src/pipelines/runtime/batch-invariance.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
-import { CLASSIFICATION, EMBEDDING, truncatedAt } from './lib/contenders.ts';
+import { CLASSIFICATION, EMBEDDING, truncatedAt, truncationFlag } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { RawPool, cutBatches, type BatchPolicy, type RawSessions } from './lib/raw-pool.ts';
 import { WORKER_ENV, WORKER_V8_FLAGS } from '../bin/worker-process.js';
@@ -279,9 +279,7 @@ if (chosen !== undefined && layouts.length !== chosen.length)
   throw new Error(`--layouts: known layouts are ${allLayouts.map((l) => l.name).join(', ')}`);
 
 const models = values.models.split(',');
-const maxLength = values['max-length'] === undefined ? undefined : Number(values['max-length']);
-if (maxLength !== undefined && !(Number.isInteger(maxLength) && maxLength > 0))
-  throw new Error('--max-length: a whole number of tokens above 0');
+const maxLength = truncationFlag('max-length', values['max-length']);
 const textsFile = join('.cache', 'bench', 'memory', `texts-${values.texts}.json`);
 mkdirSync(join('.cache', 'bench', 'memory'), { recursive: true });
 writeFileSync(textsFile, JSON.stringify(loadTexts(Number(values.texts))));
@@ -550,10 +548,8 @@ function cpuSecondsSince(before: NodeJS.CpuUsage): number {
 async function runChild(job: ChildJob): Promise<ChildResult> {
   const texts = JSON.parse(readFileSync(job.textsFile, 'utf8')) as string[];
   const { layout } = job;
-  const spec =
-    job.maxLength === undefined
-      ? specFor(job.model)
-      : truncatedAt(specFor(job.model), job.maxLength);
+  const taskSpec = specFor(job.model);
+  const spec = job.maxLength === undefined ? taskSpec : truncatedAt(taskSpec, job.maxLength);
   let best = 0;
   let loadedMiB = 0;
   let loadPeakMiB = 0;

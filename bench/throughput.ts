@@ -34,6 +34,7 @@ import {
   onModel,
   onnxFileOf,
   truncatedAt,
+  truncationFlag,
   type TaskSpec,
 } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
@@ -102,12 +103,7 @@ const fixtures = values.models === 'fixtures';
 const embeddingSpec = fixtures
   ? onModel(EMBEDDING, 'test/fixtures/models/bert-feature-extraction')
   : EMBEDDING;
-const clsMaxLength =
-  values['cls-max-length'] === undefined ? undefined : Number(values['cls-max-length']);
-if (clsMaxLength !== undefined && !(Number.isInteger(clsMaxLength) && clsMaxLength > 0))
-  throw new Error(
-    `--cls-max-length takes a whole number of tokens, not '${values['cls-max-length']}'`,
-  );
+const clsMaxLength = truncationFlag('cls-max-length', values['cls-max-length']);
 const classificationModel = fixtures
   ? onModel(CLASSIFICATION, 'test/fixtures/models/bert-text-classification')
   : CLASSIFICATION;

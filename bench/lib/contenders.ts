@@ -78,6 +78,15 @@ export function onModel(spec: TaskSpec, modelFolder: string): TaskSpec {
   };
 }
 
+/** A truncation flag's value: undefined when not given, else a whole number of tokens above 0. */
+export function truncationFlag(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const tokens = Number(value);
+  if (!Number.isInteger(tokens) || tokens < 1)
+    throw new Error(`--${flag} takes a whole number of tokens above 0, not '${value}'`);
+  return tokens;
+}
+
 /** The same task with every contender truncating at `maxLength` tokens (the pipeline's option too). */
 export function truncatedAt(spec: TaskSpec, maxLength: number): TaskSpec {
   return {

@@ -144,6 +144,10 @@ export const textInput = {
     typeof input === 'string' ? { tokens: await meter.length(input), rows: 1 } : UNIT_COST,
 } satisfies Pick<TaskDefinition, 'inputSchema' | 'cost'>;
 
+/** truncatesAt for a pipeline whose `maxLength` option sets its truncation length. */
+export const truncatesAtMaxLength = (options: Record<string, unknown>): number | undefined =>
+  typeof options['maxLength'] === 'number' ? options['maxLength'] : undefined;
+
 /** The first of `keys` that holds a positive integer in `config` (config.json's hidden size). */
 export function sizeIn(
   config: Record<string, unknown>,

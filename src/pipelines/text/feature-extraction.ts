@@ -12,7 +12,12 @@ import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { assertString } from '../pipeline.ts';
 import { readSentenceTransformersConfig } from '../runtime/sentence-transformers-config.ts';
-import { sizeIn, textInput, type TaskDefinition } from '../task-definition.ts';
+import {
+  sizeIn,
+  textInput,
+  truncatesAtMaxLength,
+  type TaskDefinition,
+} from '../task-definition.ts';
 import { floatOutput, textFeeds } from '../runtime/tensors.ts';
 import { poolsOnDevice, takesFloat16Inputs } from '../../runtime/runtime-options.ts';
 import {
@@ -227,8 +232,7 @@ export const featureExtractionTask: TaskDefinition = {
   cutsLongText: (options) => options['truncation'] !== false,
   // Pricing must see the length the pipeline will run, or long inputs look several times their
   // size and batches come out part full.
-  truncatesAt: (options) =>
-    typeof options['maxLength'] === 'number' ? options['maxLength'] : undefined,
+  truncatesAt: truncatesAtMaxLength,
   // A pipeline that leaves maxLength to the folder truncates at sentence-transformers'
   // max_seq_length, and its inputs must be priced so.
   async costOptions(declared, folder) {

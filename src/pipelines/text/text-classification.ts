@@ -13,7 +13,13 @@ import {
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { row } from '../runtime/tensors.ts';
-import { isObject, UNIT_COST, type TaskDefinition, logitsNeed } from '../task-definition.ts';
+import {
+  isObject,
+  UNIT_COST,
+  type TaskDefinition,
+  logitsNeed,
+  truncatesAtMaxLength,
+} from '../task-definition.ts';
 import type { TextInput } from '../runtime/text-tokenizer.ts';
 
 export const textClassificationOptionsSchema = lazySchema((z) =>
@@ -92,8 +98,7 @@ export const textClassificationTask: TaskDefinition = {
   // A single text truncates; a pair is an object, held to the limit as it is.
   cutsLongText: (options) => options['truncation'] !== false,
   // Priced at the length it runs, or a cut text looks several times its size.
-  truncatesAt: (options) =>
-    typeof options['maxLength'] === 'number' ? options['maxLength'] : undefined,
+  truncatesAt: truncatesAtMaxLength,
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (
