@@ -201,7 +201,13 @@ routes:
       clips.map((c) => join(AUDIO, c.name)),
     );
     await hugot.close();
-    out.forEach((r, i) => expect(r.labels).toEqual(direct[i]));
+    // The route batches the clips as they arrive, the direct call both at once: a clip padded to
+    // another length moves its scores in the last float bits (2e-7 seen on a loaded machine).
+    out.forEach((r, i) => {
+      const want = direct[i] ?? [];
+      expect(r.labels.map((l) => l.label)).toEqual(want.map((l) => l.label));
+      r.labels.forEach((l, k) => expect(l.score).toBeCloseTo(want[k]?.score ?? NaN, 5));
+    });
 
     const dlq = (await readFile(join(dir, 'dlq.jsonl'), 'utf8'))
       .trim()
