@@ -19,7 +19,10 @@
 // ours are timed N - 1 more times, taking turns; the JSON line gets each run's ratio and the
 // spread), --no-int8 (skip the int8 MiniLM pass: raw's search and N turns of raw and ours),
 // --cls-max-length N (every contender truncates the classification texts there; default the
-// model's 512: issue 30's comparison with a Go server cut every model at 256).
+// model's 512: issue 30's comparison with a Go server cut every model at 256), --turn-texts N (the
+// --repeat turns and the int8 pass time an evenly spaced N of the task's texts instead of all of
+// them: shorter turns put each raw and ours closer in time, so more of them fit the same run and
+// a drift of the machine's speed weighs less on each turn's ratio).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +64,8 @@ const { values } = parseArgs({
     'search-seconds': { type: 'string', default: '180' },
     /** Runs of raw vs ours: the first is the whole comparison, the rest raw and ours in turns. */
     repeat: { type: 'string', default: '1' },
+    /** Texts per --repeat turn (default: all of the task's). */
+    'turn-texts': { type: 'string' },
     /** The int8 MiniLM pass (raw's search, then raw and ours `repeat` times). */
     int8: { type: 'boolean', default: true },
     models: { type: 'string' },
@@ -97,6 +102,11 @@ const wants = (name: string): boolean => only === undefined || only.includes(nam
 const repeat = Number(values.repeat);
 if (!Number.isInteger(repeat) || repeat < 1)
   throw new Error(`--repeat takes a whole number of runs, 1 or more, not '${values.repeat}'`);
+const turnTexts = values['turn-texts'] === undefined ? undefined : Number(values['turn-texts']);
+if (turnTexts !== undefined && (!Number.isInteger(turnTexts) || turnTexts < 8))
+  throw new Error(
+    `--turn-texts takes a whole number of texts, 8 or more, not '${values['turn-texts']}'`,
+  );
 if (values.models !== undefined && values.models !== 'fixtures')
   throw new Error(`--models takes only 'fixtures', not '${values.models}'`);
 const fixtures = values.models === 'fixtures';
@@ -135,10 +145,24 @@ async function idsOf(spec: TaskSpec, texts: string[]): Promise<number[][]> {
   return encoded.map((e) => e.ids);
 }
 
+/** The texts a --repeat turn times: all of them, or --turn-texts evenly spaced ones. */
+function turnSample(texts: string[]): string[] {
+  if (turnTexts === undefined || turnTexts >= texts.length) return texts;
+  return Array.from(
+    { length: turnTexts },
+    (_, i) => texts[Math.floor((i * texts.length) / turnTexts)] as string,
+  );
+}
+
 /** Run 1 from the whole comparison, then `repeat - 1` turns of raw and ours alone. */
-async function moreRuns(spec: TaskSpec, texts: string[], report: TaskReport): Promise<RepeatRun[]> {
+async function moreRuns(
+  spec: TaskSpec,
+  allTexts: string[],
+  report: TaskReport,
+): Promise<RepeatRun[]> {
   const first: RepeatRun = { raw: report.rps.raw, ours: report.rps.ours };
   if (repeat === 1) return [first];
+  const texts = turnSample(allTexts);
   const rest = await repeatVsRaw({
     spec,
     texts,
@@ -195,6 +219,10 @@ const int8 =
         texts: embeddingTexts,
         spare: spareTexts,
         rows: await idsOf(int8Spec, embeddingTexts),
+        turns: await (async () => {
+          const texts = turnSample(embeddingTexts);
+          return { texts, rows: await idsOf(int8Spec, texts) };
+        })(),
         cores,
         calibration: Number(values.calibration),
         searchSeconds: Number(values['search-seconds']),
@@ -272,6 +300,7 @@ log(`full report in ${reportFile}`);
 writeResultLine({
   bench: 'throughput',
   ...(fixtures ? { models: 'fixtures (smoke run, not a measurement)' } : {}),
+  ...(turnTexts === undefined || repeat === 1 ? {} : { turn_texts: turnTexts }),
   ...(embedding === undefined ? {} : summary(embedding, embeddingRuns)),
   ...(classification === undefined
     ? {}

@@ -133,6 +133,8 @@ export interface RawOnlyInput {
   texts: string[];
   spare: string[];
   rows: number[][];
+  /** What the turns time, when not all of `texts` (bench:throughput --turn-texts). */
+  turns?: { texts: string[]; rows: number[][] };
   cores: number;
   calibration: number;
   searchSeconds: number;
@@ -173,8 +175,8 @@ export async function vsRawOnly(
   );
   const runs = await repeatVsRaw({
     spec,
-    texts: input.texts,
-    rows,
+    texts: input.turns?.texts ?? input.texts,
+    rows: input.turns?.rows ?? rows,
     spare: input.spare,
     raw: search.best,
     runs: input.runs,
