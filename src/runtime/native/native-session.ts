@@ -23,7 +23,8 @@ import { IoBinding, releaseValues } from './io-binding.ts';
 import { createSessionOptions } from './native-session-options.ts';
 import { OrtLibrary, type Pointer } from './ort-library.ts';
 import { createInputValue, readOutputValue, valueShape } from './ort-value.ts';
-import { checkTensor, describe, freeNames } from './session-metadata.ts';
+import { describe, freeNames } from './session-metadata.ts';
+import { SessionSignature } from './session-signature.ts';
 import { memoryOf, threadHandlesOf, type ThreadHandles } from './thread-handles.ts';
 import type { SharedSessions } from './shared-sessions.ts';
 
@@ -109,8 +110,7 @@ export class NativeSession implements OrtSession {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ValueMetadata[];
   readonly outputMetadata: readonly ValueMetadata[];
-  private readonly inputs: ReadonlyMap<string, { pointer: Pointer; meta: ValueMetadata }>;
-  private readonly outputs: ReadonlyMap<string, Pointer>;
+  private readonly signature: SessionSignature;
   /** The model file, for errors. */
   readonly onnxPath: string;
   private handle: Pointer | undefined;
@@ -150,14 +150,15 @@ export class NativeSession implements OrtSession {
     );
     const names: Pointer[] = [];
     try {
-      const inputs = describe(lib, handle, thread.allocator, 'Input', names);
-      const outputs = describe(lib, handle, thread.allocator, 'Output', names);
-      this.inputNames = inputs.map((v) => v.meta.name);
-      this.outputNames = outputs.map((v) => v.meta.name);
-      this.inputMetadata = inputs.map((v) => v.meta);
-      this.outputMetadata = outputs.map((v) => v.meta);
-      this.inputs = new Map(inputs.map((v) => [v.meta.name, v]));
-      this.outputs = new Map(outputs.map((v) => [v.meta.name, v.pointer]));
+      this.signature = new SessionSignature(
+        onnxPath,
+        describe(lib, handle, thread.allocator, 'Input', names),
+        describe(lib, handle, thread.allocator, 'Output', names),
+      );
+      this.inputNames = this.signature.inputNames;
+      this.outputNames = this.signature.outputNames;
+      this.inputMetadata = this.signature.inputMetadata;
+      this.outputMetadata = this.signature.outputMetadata;
     } catch (err) {
       freeNames(lib, thread.allocator, names);
       releaseHandle(lib, handle, share);
@@ -217,8 +218,8 @@ export class NativeSession implements OrtSession {
   /** Checks the feeds and wraps them in OrtValues: Run's arguments, kept alive until it ends. */
   private prepareRun(feeds: Feeds, fetches: readonly string[] = this.outputNames): PreparedRun {
     const session = this.open();
-    const entries = this.checkFeeds(feeds);
-    const outputNames = this.checkFetches(fetches);
+    const entries = this.signature.feeds(feeds);
+    const outputNames = this.signature.fetches(fetches);
     const inputNames = new BigUint64Array(entries.length);
     const inputValues = new BigUint64Array(entries.length);
     const outputValues = new BigUint64Array(outputNames.length);
@@ -244,7 +245,7 @@ export class NativeSession implements OrtSession {
       inputNames,
       inputValues,
       entries.length,
-      BigUint64Array.from(outputNames, (n) => this.outputs.get(n) as Pointer),
+      BigUint64Array.from(outputNames, (n) => this.signature.outputPointer(n)),
       outputNames.length,
       outputValues,
     ];
@@ -282,13 +283,13 @@ export class NativeSession implements OrtSession {
    * to the host. On CPU the values are the same either way; on a GPU only `next`'s cross PCIe.
    */
   runLinkedSync({ feeds, next, link, nextFeeds }: LinkedRun & { next: NativeSession }): Outputs {
-    const produced = this.checkFetches([...new Set(Object.values(link))]);
-    next.checkFeeds({ ...nextFeeds }, new Set(Object.keys(link)));
+    const produced = this.signature.fetches([...new Set(Object.values(link))]);
+    next.signature.feeds({ ...nextFeeds }, new Set(Object.keys(link)));
     const first = this.ioBinding();
     const second = next.ioBinding();
     let values = new Map<string, Pointer>();
     try {
-      for (const [name, , tensor] of this.checkFeeds(feeds)) first.bindInput(name, tensor);
+      for (const [name, , tensor] of this.signature.feeds(feeds)) first.bindInput(name, tensor);
       for (const name of produced) first.bindOutputToDevice(name, this.memory);
       first.run();
       values = first.takeOutputValues();
@@ -318,12 +319,12 @@ export class NativeSession implements OrtSession {
    * releases, `hostOutputs` are copied to JS.
    */
   runResidentSync({ feeds, hostOutputs, residentOutputs }: ResidentRun): ResidentOutputs {
-    const fetched = this.checkFetches([...hostOutputs, ...residentOutputs]);
+    const fetched = this.signature.fetches([...hostOutputs, ...residentOutputs]);
     const host = new Set(hostOutputs);
     const binding = this.ioBinding();
     let values = new Map<string, Pointer>();
     try {
-      for (const [name, , tensor] of this.checkFeeds(feeds)) {
+      for (const [name, , tensor] of this.signature.feeds(feeds)) {
         if (isResident(tensor)) binding.bindInputValue(name, residentPointer(tensor, name));
         else binding.bindInput(name, tensor);
       }
@@ -371,7 +372,7 @@ export class NativeSession implements OrtSession {
       this.lib,
       this.open(),
       this.thread,
-      (name) => this.inputs.has(name),
+      (name) => this.signature.hasInput(name),
       this.onnxPath,
     );
   }
@@ -393,53 +394,6 @@ export class NativeSession implements OrtSession {
     if (this.handle === undefined)
       throw new FeedMismatchError(`${this.onnxPath}: the session was released`);
     return this.handle;
-  }
-
-  /** The feeds with their names' pointers; `linked` inputs come from another run instead. */
-  private checkFeeds<T extends Tensor | ResidentTensor>(
-    feeds: Readonly<Record<string, T>>,
-    linked: ReadonlySet<string> = new Set(),
-  ): [string, Pointer, T][] {
-    const entries: [string, Pointer, T][] = [];
-    for (const [name, tensor] of Object.entries(feeds)) {
-      const input = this.inputs.get(name);
-      if (input === undefined)
-        throw this.mismatch(
-          name,
-          `is not an input of the model; inputs: ${this.inputNames.join(', ')}`,
-        );
-      checkTensor(input.meta, tensor, (why) => this.mismatch(name, why));
-      entries.push([name, input.pointer, tensor]);
-    }
-    for (const name of linked)
-      if (!this.inputs.has(name))
-        throw this.mismatch(
-          name,
-          `is not an input of the model; inputs: ${this.inputNames.join(', ')}`,
-        );
-    const missing = this.inputNames.filter(
-      (name) => feeds[name] === undefined && !linked.has(name),
-    );
-    if (missing.length > 0)
-      throw this.mismatch(
-        missing[0] as string,
-        `is missing from the feeds (missing: ${missing.join(', ')})`,
-      );
-    return entries;
-  }
-
-  private checkFetches(fetches: readonly string[]): readonly string[] {
-    for (const name of fetches)
-      if (!this.outputs.has(name))
-        throw this.mismatch(
-          name,
-          `is not an output of the model; outputs: ${this.outputNames.join(', ')}`,
-        );
-    return fetches;
-  }
-
-  private mismatch(tensor: string, why: string): FeedMismatchError {
-    return new FeedMismatchError(`${this.onnxPath}: tensor '${tensor}' ${why}`, { field: tensor });
   }
 }
 

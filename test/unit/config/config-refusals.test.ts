@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../src/config/load-config.ts';
 import { ConfigError } from '../../../src/errors.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 const MODEL = join(import.meta.dirname, '..', '..', '..', 'models', 'all-MiniLM-L6-v2-int8');
 
@@ -20,13 +21,7 @@ routes:
 }
 
 function problemOf(route: string): ConfigError {
-  try {
-    parseConfigText(config(route), {});
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('the config was accepted');
+  return thrownBy(ConfigError, () => parseConfigText(config(route), {}));
 }
 
 describe('a route that feeds itself', () => {

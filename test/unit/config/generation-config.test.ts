@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../src/config/load-config.ts';
 import { ConfigError } from '../../../src/errors.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 function config(pipeline: string, route: string, top = ''): string {
   return `
@@ -23,13 +24,7 @@ ${top}
 }
 
 function fails(text: string): ConfigError {
-  try {
-    parseConfigText(text, {});
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError');
+  return thrownBy(ConfigError, () => parseConfigText(text, {}));
 }
 
 describe('generation route config', () => {

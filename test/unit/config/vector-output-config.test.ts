@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigFile, parseConfigText } from '../../../src/config/load-config.ts';
 import { ConfigError } from '../../../src/errors.ts';
 import { findTask } from '../../../src/pipelines/registry.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const MODEL = join(ROOT, 'models', 'all-MiniLM-L6-v2-int8');
@@ -27,13 +28,7 @@ routes:
 }
 
 function refusal(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('the config was accepted');
+  return thrownBy(ConfigError, run);
 }
 
 describe('output.vectors in the config', () => {

@@ -14,6 +14,7 @@ import {
 } from '../../../src/pipelines/tabular/tabular-model.ts';
 import { rowShapeProblem, rowValues } from '../../../src/pipelines/tabular/tabular-row.ts';
 import { checkInputShape } from '../../../src/route/input-shape.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'models');
 const store = new ModelStore();
@@ -43,14 +44,8 @@ async function folderWith(config: Record<string, unknown>): Promise<string> {
   return folder;
 }
 
-function refusal(fn: () => unknown): InputError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InputError);
-    return err as InputError;
-  }
-  throw new Error('expected an InputError');
+function refusal(run: () => unknown): InputError {
+  return thrownBy(InputError, run);
 }
 
 describe('tabular row shape (the route check)', () => {

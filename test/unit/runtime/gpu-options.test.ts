@@ -24,6 +24,7 @@ import {
   DEFAULT_CUDA_THREADS,
   defaultCudaThreads,
 } from '../../../src/shards/shard-spec.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'models');
 
@@ -39,13 +40,7 @@ const ORT_BIN = join(
 const cudaInstalled = existsSync(join(ORT_BIN, 'libonnxruntime_providers_cuda.so'));
 
 function configError(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError');
+  return thrownBy(ConfigError, run);
 }
 
 describe('cuda shards', () => {
