@@ -259,6 +259,8 @@ function summary(report: TaskReport, runs: RepeatRun[] | undefined): Record<stri
       ? {
           vs_raw_shared: spread(runs, 'rawShared').median,
           vs_raw_shared_spread: spread(runs, 'rawShared'),
+          // Each turn against the faster of raw and raw-shared in it: issue 30's "better raw layout".
+          vs_best_raw: spread(runs, 'bestRaw').median,
         }
       : {}),
     raw: report.raw.label,
