@@ -38,6 +38,7 @@ import {
   onnxFileOf,
   truncatedAt,
   truncationFlag,
+  wholeNumberFlag,
   type TaskSpec,
 } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
@@ -102,11 +103,7 @@ const wants = (name: string): boolean => only === undefined || only.includes(nam
 const repeat = Number(values.repeat);
 if (!Number.isInteger(repeat) || repeat < 1)
   throw new Error(`--repeat takes a whole number of runs, 1 or more, not '${values.repeat}'`);
-const turnTexts = values['turn-texts'] === undefined ? undefined : Number(values['turn-texts']);
-if (turnTexts !== undefined && (!Number.isInteger(turnTexts) || turnTexts < 8))
-  throw new Error(
-    `--turn-texts takes a whole number of texts, 8 or more, not '${values['turn-texts']}'`,
-  );
+const turnTexts = wholeNumberFlag('turn-texts', values['turn-texts'], 8, 'texts');
 if (values.models !== undefined && values.models !== 'fixtures')
   throw new Error(`--models takes only 'fixtures', not '${values.models}'`);
 const fixtures = values.models === 'fixtures';
@@ -145,12 +142,12 @@ async function idsOf(spec: TaskSpec, texts: string[]): Promise<number[][]> {
   return encoded.map((e) => e.ids);
 }
 
-/** The texts a --repeat turn times: all of them, or --turn-texts evenly spaced ones. */
-function turnSample(texts: string[]): string[] {
-  if (turnTexts === undefined || turnTexts >= texts.length) return texts;
+/** What a --repeat turn times of a task's texts (or of their ids): all, or --turn-texts evenly spaced. */
+function turnSample<T>(items: T[]): T[] {
+  if (turnTexts === undefined || turnTexts >= items.length) return items;
   return Array.from(
     { length: turnTexts },
-    (_, i) => texts[Math.floor((i * texts.length) / turnTexts)] as string,
+    (_, i) => items[Math.floor((i * items.length) / turnTexts)] as T,
   );
 }
 
@@ -212,30 +209,29 @@ const classificationRuns =
     ? undefined
     : await moreRuns(classificationSpec, classificationTexts, classification);
 // int8 MiniLM against raw alone: same texts and truncation as the fp32 embedding task.
-const int8 =
-  (only === undefined && values.int8) || only?.includes('int8') === true
-    ? await vsRawOnly({
-        spec: int8Spec,
-        texts: embeddingTexts,
-        spare: spareTexts,
-        rows: await idsOf(int8Spec, embeddingTexts),
-        turns: await (async () => {
-          const texts = turnSample(embeddingTexts);
-          return { texts, rows: await idsOf(int8Spec, texts) };
-        })(),
-        cores,
-        calibration: Number(values.calibration),
-        searchSeconds: Number(values['search-seconds']),
-        runs: repeat,
-        // Dynamically quantized: our engine runs it one record per call so that a record's
-        // embedding does not depend on its batch mates (batch-invariance.ts); raw's best layout
-        // may batch rows. Raw one row a call says how much of the gap that choice is.
-        oneRow: true,
-        // The Go and C++ servers' layout: one C-API session shared by raw's threads.
-        shared: true,
-        log,
-      })
-    : undefined;
+const runsInt8 = (only === undefined && values.int8) || only?.includes('int8') === true;
+const int8Rows = runsInt8 ? await idsOf(int8Spec, embeddingTexts) : [];
+const int8 = runsInt8
+  ? await vsRawOnly({
+      spec: int8Spec,
+      texts: embeddingTexts,
+      spare: spareTexts,
+      rows: int8Rows,
+      // The same indices of texts and ids: the turns need no second tokenization.
+      turns: { texts: turnSample(embeddingTexts), rows: turnSample(int8Rows) },
+      cores,
+      calibration: Number(values.calibration),
+      searchSeconds: Number(values['search-seconds']),
+      runs: repeat,
+      // Dynamically quantized: our engine runs it one record per call so that a record's
+      // embedding does not depend on its batch mates (batch-invariance.ts); raw's best layout
+      // may batch rows. Raw one row a call says how much of the gap that choice is.
+      oneRow: true,
+      // The Go and C++ servers' layout: one C-API session shared by raw's threads.
+      shared: true,
+      log,
+    })
+  : undefined;
 
 /** With several runs, vs_raw is their median; `vs_raw_spread` has each run's and min/max. */
 function spreadFields(runs: RepeatRun[] | undefined): Record<string, unknown> {
@@ -302,7 +298,7 @@ log(`full report in ${reportFile}`);
 writeResultLine({
   bench: 'throughput',
   ...(fixtures ? { models: 'fixtures (smoke run, not a measurement)' } : {}),
-  ...(turnTexts === undefined || repeat === 1 ? {} : { turn_texts: turnTexts }),
+  ...(turnTexts === undefined ? {} : { turn_texts: turnTexts }),
   ...(embedding === undefined ? {} : summary(embedding, embeddingRuns)),
   ...(classification === undefined
     ? {}

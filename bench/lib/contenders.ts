@@ -78,14 +78,23 @@ export function onModel(spec: TaskSpec, modelFolder: string): TaskSpec {
   };
 }
 
-/** A truncation flag's value: undefined when not given, else a whole number of tokens above 0. */
-export function truncationFlag(flag: string, value: string | undefined): number | undefined {
+/** A counting flag's value: undefined when not given, else a whole number of `unit`, `min` or more. */
+export function wholeNumberFlag(
+  flag: string,
+  value: string | undefined,
+  min: number,
+  unit: string,
+): number | undefined {
   if (value === undefined) return undefined;
-  const tokens = Number(value);
-  if (!Number.isInteger(tokens) || tokens < 1)
-    throw new Error(`--${flag} takes a whole number of tokens above 0, not '${value}'`);
-  return tokens;
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < min)
+    throw new Error(`--${flag} takes a whole number of ${unit}, ${min} or more, not '${value}'`);
+  return count;
 }
+
+/** A truncation flag's value: undefined when not given, else a whole number of tokens above 0. */
+export const truncationFlag = (flag: string, value: string | undefined): number | undefined =>
+  wholeNumberFlag(flag, value, 1, 'tokens');
 
 /** The same task with every contender truncating at `maxLength` tokens (the pipeline's option too). */
 export function truncatedAt(spec: TaskSpec, maxLength: number): TaskSpec {

@@ -106,10 +106,6 @@ interface PreparedRun {
 const finalizer = new FinalizationRegistry<() => void>((free) => free());
 
 export class NativeSession implements OrtSession {
-  readonly inputNames: readonly string[];
-  readonly outputNames: readonly string[];
-  readonly inputMetadata: readonly ValueMetadata[];
-  readonly outputMetadata: readonly ValueMetadata[];
   private readonly signature: SessionSignature;
   /** The model file, for errors. */
   readonly onnxPath: string;
@@ -155,10 +151,6 @@ export class NativeSession implements OrtSession {
         describe(lib, handle, thread.allocator, 'Input', names),
         describe(lib, handle, thread.allocator, 'Output', names),
       );
-      this.inputNames = this.signature.inputNames;
-      this.outputNames = this.signature.outputNames;
-      this.inputMetadata = this.signature.inputMetadata;
-      this.outputMetadata = this.signature.outputMetadata;
     } catch (err) {
       freeNames(lib, thread.allocator, names);
       releaseHandle(lib, handle, share);
@@ -173,6 +165,22 @@ export class NativeSession implements OrtSession {
       this.token,
     );
     this.names = names;
+  }
+
+  get inputNames(): readonly string[] {
+    return this.signature.inputNames;
+  }
+
+  get outputNames(): readonly string[] {
+    return this.signature.outputNames;
+  }
+
+  get inputMetadata(): readonly ValueMetadata[] {
+    return this.signature.inputMetadata;
+  }
+
+  get outputMetadata(): readonly ValueMetadata[] {
+    return this.signature.outputMetadata;
   }
 
   /** The OrtSession* (for IO binding and for tests). */

@@ -1,33 +1,9 @@
 // A native session's declared inputs and outputs (names, element types, shapes with their
-// symbolic dimensions), read once when it opens, and the check of a feed against them that runs
-// before any native call.
+// symbolic dimensions), read once when it opens.
 import { ModelFolderError } from '../../errors.ts';
 import type { ValueMetadata } from '../session.ts';
-import type { Tensor } from '../tensor.ts';
 import { readCString, type OrtLibrary, type Pointer } from './ort-library.ts';
 import { ONNX_TYPE_TENSOR, elementTypeName } from './ort-value.ts';
-
-export function checkTensor(
-  meta: ValueMetadata,
-  tensor: { type: Tensor.Type; dims: readonly number[] },
-  fail: (why: string) => Error,
-): void {
-  if (!meta.isTensor) throw fail('is not a tensor input; the native binding feeds tensors only');
-  const expected = meta;
-  if (tensor.type !== expected.type)
-    throw fail(`is ${tensor.type}, the model takes ${expected.type}`);
-  if (expected.shape.length === 0) return;
-  if (tensor.dims.length !== expected.shape.length)
-    throw fail(
-      `has ${tensor.dims.length} dimensions [${tensor.dims.join(', ')}], the model takes ${expected.shape.length} [${expected.shape.join(', ')}]`,
-    );
-  expected.shape.forEach((dim, i) => {
-    if (typeof dim === 'number' && dim >= 0 && tensor.dims[i] !== dim)
-      throw fail(
-        `has dimension ${i} = ${tensor.dims[i]}, the model takes ${dim} ([${expected.shape.join(', ')}])`,
-      );
-  });
-}
 
 export function describe(
   lib: OrtLibrary,

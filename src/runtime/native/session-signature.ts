@@ -5,7 +5,6 @@ import { FeedMismatchError } from '../../errors.ts';
 import type { ResidentTensor, ValueMetadata } from '../session.ts';
 import type { Tensor } from '../tensor.ts';
 import type { Pointer } from './ort-library.ts';
-import { checkTensor } from './session-metadata.ts';
 
 export interface DeclaredValue {
   /** The name as ONNX Runtime allocated it: what Run takes. */
@@ -92,4 +91,26 @@ export class SessionSignature {
   private mismatch(tensor: string, why: string): FeedMismatchError {
     return new FeedMismatchError(`${this.onnxPath}: tensor '${tensor}' ${why}`, { field: tensor });
   }
+}
+
+function checkTensor(
+  meta: ValueMetadata,
+  tensor: { type: Tensor.Type; dims: readonly number[] },
+  fail: (why: string) => Error,
+): void {
+  if (!meta.isTensor) throw fail('is not a tensor input; the native binding feeds tensors only');
+  const expected = meta;
+  if (tensor.type !== expected.type)
+    throw fail(`is ${tensor.type}, the model takes ${expected.type}`);
+  if (expected.shape.length === 0) return;
+  if (tensor.dims.length !== expected.shape.length)
+    throw fail(
+      `has ${tensor.dims.length} dimensions [${tensor.dims.join(', ')}], the model takes ${expected.shape.length} [${expected.shape.join(', ')}]`,
+    );
+  expected.shape.forEach((dim, i) => {
+    if (typeof dim === 'number' && dim >= 0 && tensor.dims[i] !== dim)
+      throw fail(
+        `has dimension ${i} = ${tensor.dims[i]}, the model takes ${dim} ([${expected.shape.join(', ')}])`,
+      );
+  });
 }
