@@ -1,11 +1,14 @@
 // The GPU paths' checks, for the device call (bench/device/run.sh) before its benchmarks:
 //   pooling:    featureExtraction with pooling on the device (a linked run into the pooling graph)
 //               against pooling on the host, both on the device, and against the CPU path;
+//   staging:    featureExtraction with its feeds staged in the device's pinned host buffers
+//               (runtime.feedsFrom: staging) against feeds read from JS memory, and the memory
+//               the buffers are in ('CudaPinned' on a GPU);
 //   resident:   the decode loop with its cache resident on the device (runtime.kvOn: device),
 //               continuously batched, against the CPU loop on the host: greedy tokens identical,
 //               no host copy of the cache, no resident value left live.
 // `--device cpu` runs the same flow on the CPU provider (the dry run; kvOn and poolingOn forced to
-// device). BENCH_EMBED_MODEL (MiniLM), BENCH_MODEL (llama-100m, or smollm2, or a folder),
+// device, feedsFrom to staging). BENCH_EMBED_MODEL (MiniLM), BENCH_MODEL (llama-100m, or smollm2, or a folder),
 // CHECK_PROMPTS (8), CHECK_NEW_TOKENS (64). Prints one JSON line.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,8 +18,10 @@ import { compileSchedulerOptions } from '../../src/generative/scheduler.ts';
 import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { FeatureExtractionPipeline } from '../../src/pipelines/text/feature-extraction.ts';
+import { createNativeSession } from '../../src/runtime/native/native-session.ts';
 import { residentStats } from '../../src/runtime/native/resident-value.ts';
-import type { RuntimeOptions } from '../../src/runtime/runtime-options.ts';
+import { stagingStats } from '../../src/runtime/native/staging-buffers.ts';
+import { compileRuntimeOptions, type RuntimeOptions } from '../../src/runtime/runtime-options.ts';
 import { loadTexts } from '../lib/corpus.ts';
 import { modelFolder } from '../lib/generate-workloads.ts';
 import { writeResultLine } from '../lib/run-record.ts';
@@ -56,6 +61,21 @@ const pooling = {
   device_vs_host_pooling_max_abs_diff: worst(onDevice, hostPooled),
   device_vs_cpu_max_abs_diff: worst(onDevice, cpuPath),
 };
+
+const stagedBefore = stagingStats();
+const stagedVectors = await embed({ ...device, poolingOn: 'device', feedsFrom: 'staging' }, texts);
+const stagedAfter = stagingStats();
+const jsVectors = await embed({ ...device, poolingOn: 'device', feedsFrom: 'js' }, texts);
+const probe = createNativeSession(
+  join(EMBED, 'model.onnx'),
+  compileRuntimeOptions({ ...device, feedsFrom: 'staging' }),
+);
+const staging = {
+  memory: probe.stagingMemory(),
+  staged_vs_js_max_abs_diff: worst(stagedVectors, jsVectors),
+  buffers_allocated: stagedAfter.allocations - stagedBefore.allocations,
+};
+await probe.release();
 
 /** Every prompt through one loop, one arriving per step: each request's token ids. */
 async function loopTokens(
@@ -104,6 +124,7 @@ writeResultLine({
   embed_model: EMBED,
   model: MODEL,
   pooling,
+  staging,
   resident: {
     greedy_identical_to_cpu: `${identical}/${prompts.length}`,
     new_tokens: NEW_TOKENS,

@@ -109,6 +109,16 @@ export const runtimeOptionsSchema = lazySchema((z) =>
        * (bench/results/cpu-2026-12-03/generate-kv-prefill-*.jsonl).
        */
       kvOn: z.enum(['auto', 'device', 'host']).default('auto'),
+      /**
+       * Where the native binding's runs read their host feeds (token ids, masks, pixels) from:
+       * 'staging' copies each into a buffer that ONNX Runtime allocated for the session's device and
+       * that the input keeps from run to run (src/runtime/native/staging-buffers.ts): on a GPU the
+       * CUDA provider's pinned host memory, which the device reads by DMA without a bounce buffer.
+       * 'js' hands ONNX Runtime the JS tensor's own memory. 'auto' is 'staging' on a GPU and 'js' on
+       * CPU, where the copy buys nothing; 'staging' on CPU runs the same code on the host allocator.
+       * onnxruntime-node always reads JS memory.
+       */
+      feedsFrom: z.enum(['auto', 'staging', 'js']).default('auto'),
     })
     .strict(),
 );
@@ -198,6 +208,12 @@ export function prefillsOnDevice(options: CompiledRuntimeOptions): boolean {
   return (
     kvOnDevice(options) && (options.kvOn === 'device' || sessionDevice(options).kind !== 'cpu')
   );
+}
+
+/** Whether the native binding copies feeds into staging buffers (see the `feedsFrom` option). */
+export function stagesFeeds(options: CompiledRuntimeOptions): boolean {
+  if (options.binding !== 'native' || options.feedsFrom === 'js') return false;
+  return options.feedsFrom === 'staging' || sessionDevice(options).kind !== 'cpu';
 }
 
 /** A stable key so that pipelines asking for the same file with the same options share a session. */

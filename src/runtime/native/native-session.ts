@@ -3,7 +3,12 @@
 // tensor, never a crash), and Run over OrtValues that point at the feeds' own memory.
 import { FeedMismatchError, OrtStatusError } from '../../errors.ts';
 import { sessionLoadError } from '../load-error.ts';
-import { memPatternFor, sessionDevice, type CompiledRuntimeOptions } from '../runtime-options.ts';
+import {
+  memPatternFor,
+  sessionDevice,
+  stagesFeeds,
+  type CompiledRuntimeOptions,
+} from '../runtime-options.ts';
 import {
   isResident,
   runLinkedThroughHost,
@@ -11,6 +16,7 @@ import {
   type LinkedRun,
   type OrtSession,
   type Outputs,
+  type ResidentFeeds,
   type ResidentOutputs,
   type ResidentRun,
   type ResidentTensor,
@@ -25,7 +31,13 @@ import { OrtLibrary, type Pointer } from './ort-library.ts';
 import { createInputValue, readOutputValue, valueShape } from './ort-value.ts';
 import { describe, freeNames } from './session-metadata.ts';
 import { SessionSignature } from './session-signature.ts';
-import { memoryOf, threadHandlesOf, type ThreadHandles } from './thread-handles.ts';
+import { StagingBuffers } from './staging-buffers.ts';
+import {
+  memoryOf,
+  stagingMemoryOf,
+  threadHandlesOf,
+  type ThreadHandles,
+} from './thread-handles.ts';
 import type { SharedSessions } from './shared-sessions.ts';
 
 /** A model file, or a helper graph's bytes (src/runtime/graphs/) under a name for errors. */
@@ -100,6 +112,8 @@ interface PreparedRun {
   args: unknown[];
   /** The feeds, whose memory the input OrtValues point at: referenced until the run ends. */
   feeds?: Feeds;
+  /** The staging buffers the input values point at, given back when the run ends. */
+  staging?: StagingBuffers | undefined;
 }
 
 /** Frees what a session's holder owns if its owner never calls release(). */
@@ -124,6 +138,13 @@ export class NativeSession implements OrtSession {
   private readonly runsOffThread: boolean;
   /** Runs under way on libuv's pool, which release() waits out. */
   private readonly running = new Set<Promise<unknown>>();
+  /**
+   * Staging buffers not in use by a run (runtime.feedsFrom), and all made: one set per run under
+   * way at once, since each input's buffer is rewritten by the next run that takes the set.
+   */
+  private readonly stagingFree: StagingBuffers[] = [];
+  private readonly stagingMade: StagingBuffers[] = [];
+  private readonly stages: boolean;
 
   constructor(
     lib: OrtLibrary,
@@ -135,6 +156,7 @@ export class NativeSession implements OrtSession {
   ) {
     this.lib = lib;
     this.runsOffThread = place.runsOffThread ?? false;
+    this.stages = stagesFeeds(place.options);
     this.memory = place.memory;
     this.options = place.options;
     this.thread = thread;
@@ -231,17 +253,12 @@ export class NativeSession implements OrtSession {
     const inputNames = new BigUint64Array(entries.length);
     const inputValues = new BigUint64Array(entries.length);
     const outputValues = new BigUint64Array(outputNames.length);
-    const run: PreparedRun = { outputNames, inputValues, outputValues, args: [] };
+    const staging = this.takeStaging();
+    const run: PreparedRun = { outputNames, inputValues, outputValues, args: [], staging };
     try {
       entries.forEach(([name, pointer, tensor], i) => {
         inputNames[i] = pointer;
-        inputValues[i] = createInputValue(
-          this.lib,
-          this.thread.cpuMemory,
-          this.thread.allocator,
-          tensor,
-          name,
-        );
+        inputValues[i] = this.inputValue(staging, name, tensor);
       });
     } catch (err) {
       this.releaseRun(run);
@@ -269,10 +286,66 @@ export class NativeSession implements OrtSession {
     return out;
   }
 
-  private releaseRun({ inputValues, outputValues }: PreparedRun): void {
+  private releaseRun({ inputValues, outputValues, staging }: PreparedRun): void {
     const release = this.lib.fn('ReleaseValue');
     for (const value of inputValues) if (value !== 0n) release(value);
     for (const value of outputValues) if (value !== 0n) release(value);
+    if (staging !== undefined) this.stagingFree.push(staging);
+  }
+
+  /** An OrtValue for a host feed: over a staged copy when the session stages, else its memory. */
+  private inputValue(staging: StagingBuffers | undefined, name: string, tensor: Tensor): Pointer {
+    if (staging !== undefined && StagingBuffers.takes(tensor))
+      return staging.valueFor(name, tensor);
+    return createInputValue(this.lib, this.thread.cpuMemory, this.thread.allocator, tensor, name);
+  }
+
+  /** A free set of staging buffers (a new one when every set is in a run), or none. */
+  private takeStaging(): StagingBuffers | undefined {
+    if (!this.stages) return undefined;
+    const free = this.stagingFree.pop();
+    if (free !== undefined) return free;
+    const memory = stagingMemoryOf(this.lib, this.thread, sessionDevice(this.options));
+    const made = new StagingBuffers(this.lib, this.lib.out('CreateAllocator', this.open(), memory));
+    this.stagingMade.push(made);
+    return made;
+  }
+
+  /**
+   * The name of the memory this session's feeds are staged in ('CudaPinned' on a GPU, 'Cpu' on
+   * the host), or undefined when it reads them from JS memory.
+   */
+  stagingMemory(): string | undefined {
+    const staging = this.takeStaging();
+    if (staging === undefined) return undefined;
+    this.stagingFree.push(staging);
+    return staging.memoryName();
+  }
+
+  /**
+   * Binds host feeds to `binding` (staged when the session stages) and resident ones as they are;
+   * returns the values made here, which the caller releases after the run.
+   */
+  private bindFeeds(
+    binding: IoBinding,
+    feeds: ResidentFeeds,
+    staging: StagingBuffers | undefined,
+  ): Pointer[] {
+    const made: Pointer[] = [];
+    try {
+      for (const [name, , tensor] of this.signature.feeds(feeds)) {
+        if (isResident(tensor)) {
+          binding.bindInputValue(name, residentPointer(tensor, name));
+        } else if (staging !== undefined && StagingBuffers.takes(tensor)) {
+          made.push(staging.valueFor(name, tensor));
+          binding.bindInputValue(name, made[made.length - 1] as Pointer);
+        } else binding.bindInput(name, tensor);
+      }
+    } catch (err) {
+      releaseList(this.lib, made);
+      throw err;
+    }
+    return made;
   }
 
   private runError(err: unknown): unknown {
@@ -295,9 +368,11 @@ export class NativeSession implements OrtSession {
     next.signature.feeds({ ...nextFeeds }, new Set(Object.keys(link)));
     const first = this.ioBinding();
     const second = next.ioBinding();
+    const staging = this.takeStaging();
     let values = new Map<string, Pointer>();
+    let staged: Pointer[] = [];
     try {
-      for (const [name, , tensor] of this.signature.feeds(feeds)) first.bindInput(name, tensor);
+      staged = this.bindFeeds(first, feeds, staging);
       for (const name of produced) first.bindOutputToDevice(name, this.memory);
       first.run();
       values = first.takeOutputValues();
@@ -314,6 +389,8 @@ export class NativeSession implements OrtSession {
       releaseValues(this.lib, values);
       first.release();
       second.release();
+      releaseList(this.lib, staged);
+      if (staging !== undefined) this.stagingFree.push(staging);
     }
   }
 
@@ -330,12 +407,11 @@ export class NativeSession implements OrtSession {
     const fetched = this.signature.fetches([...hostOutputs, ...residentOutputs]);
     const host = new Set(hostOutputs);
     const binding = this.ioBinding();
+    const staging = this.takeStaging();
     let values = new Map<string, Pointer>();
+    let staged: Pointer[] = [];
     try {
-      for (const [name, , tensor] of this.signature.feeds(feeds)) {
-        if (isResident(tensor)) binding.bindInputValue(name, residentPointer(tensor, name));
-        else binding.bindInput(name, tensor);
-      }
+      staged = this.bindFeeds(binding, feeds, staging);
       for (const name of fetched) {
         if (host.has(name)) binding.bindOutputToCpu(name);
         else binding.bindOutputToDevice(name, this.memory);
@@ -359,6 +435,8 @@ export class NativeSession implements OrtSession {
     } finally {
       releaseValues(this.lib, values);
       binding.release();
+      releaseList(this.lib, staged);
+      if (staging !== undefined) this.stagingFree.push(staging);
     }
   }
 
@@ -393,6 +471,10 @@ export class NativeSession implements OrtSession {
     await Promise.allSettled([...this.running]);
     finalizer.unregister(this.token);
     await this.copiers.release();
+    // An allocator from CreateAllocator is the session's: it goes before the session does.
+    for (const staging of this.stagingMade) staging.release();
+    this.stagingMade.length = 0;
+    this.stagingFree.length = 0;
     freeNames(this.lib, this.thread.allocator, this.names);
     releaseHandle(this.lib, handle, this.share);
     return Promise.resolve();
@@ -411,6 +493,11 @@ function residentPointer(tensor: ResidentTensor, name: string): Pointer {
       field: name,
     });
   return tensor.pointer;
+}
+
+function releaseList(lib: OrtLibrary, values: readonly Pointer[]): void {
+  const release = lib.fn('ReleaseValue');
+  for (const value of values) release(value);
 }
 
 function releaseHandle(lib: OrtLibrary, handle: Pointer, share: Share | undefined): void {

@@ -49,7 +49,11 @@ export class OrtLibrary {
   /** Held for the same reason as `handle`. */
   private readonly cLibrary: ReturnType<typeof koffi.load>;
   private readonly mallocTrim: ((pad: number) => number) | undefined;
-  private readonly memcpy: (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
+  private readonly memcpy: (
+    target: ArrayBufferView | Pointer,
+    source: Pointer | ArrayBufferView,
+    bytes: number,
+  ) => unknown;
 
   private constructor(path: string) {
     this.path = path;
@@ -70,7 +74,7 @@ export class OrtLibrary {
     pinForProcess(this.cLibrary, path);
     this.memcpy = this.cLibrary.func(
       'void * memcpy(void * target, void * source, size_t bytes)',
-    ) as (target: ArrayBufferView, source: Pointer, bytes: number) => unknown;
+    ) as typeof this.memcpy;
     this.mallocTrim = optionalFunction(this.cLibrary, 'int malloc_trim(size_t pad)') as
       ((pad: number) => number) | undefined;
     const getApiBase = lib.func('void * OrtGetApiBase()') as () => Pointer;
@@ -122,6 +126,11 @@ export class OrtLibrary {
    */
   copy(source: Pointer, target: ArrayBufferView): void {
     if (target.byteLength > 0) this.memcpy(target, source, target.byteLength);
+  }
+
+  /** Copies `source`'s bytes into native memory at `target` (a buffer ONNX Runtime allocated). */
+  write(target: Pointer, source: ArrayBufferView): void {
+    if (source.byteLength > 0) this.memcpy(target, source, source.byteLength);
   }
 
   /**

@@ -1,6 +1,18 @@
-// Feeds for the BERT fixture's session: the ids, a mask of ones and zero token types.
+// The BERT fixture's model file, and feeds for its session: the ids, a mask of ones and zero token
+// types.
+import { join } from 'node:path';
 import type { OrtSession } from '../../../src/runtime/session.ts';
 import { Tensor } from '../../../src/runtime/tensor.ts';
+
+export const BERT_FIXTURE = join(
+  import.meta.dirname,
+  '..',
+  '..',
+  'fixtures',
+  'models',
+  'bert-text-classification',
+  'model.onnx',
+);
 
 export function bertFeeds(session: OrtSession, ids: number[]): Record<string, Tensor> {
   const dims = [1, ids.length];

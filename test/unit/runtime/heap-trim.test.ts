@@ -1,22 +1,13 @@
 // runtime.trimHeap: 'load' hands the C heap's free pages back once a session has loaded, 'runs'
 // after every Run as well (on its calling thread and on libuv's pool), with the same outputs.
-import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../../src/errors.ts';
 import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
 import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
-import { bertFeeds } from './bert-feeds.ts';
+import { BERT_FIXTURE, bertFeeds } from './bert-feeds.ts';
 
-const BERT = join(
-  import.meta.dirname,
-  '..',
-  '..',
-  'fixtures',
-  'models',
-  'bert-text-classification',
-  'model.onnx',
-);
+const BERT = BERT_FIXTURE;
 const IDS = [101, 1592, 1088, 1003, 102];
 
 afterEach(() => {

@@ -1,0 +1,106 @@
+// Host buffers that a run's feeds are copied into before ONNX Runtime reads them (runtime.feedsFrom).
+// On a GPU they come from the CUDA provider's pinned ('CudaPinned') allocator: a copy to the device
+// from page-locked memory is one DMA, where one from JS memory goes through a bounce buffer that
+// the driver pins and fills on every call. Each input keeps its buffer from run to run and grows
+// it (doubling) only when a batch outgrows it, so a steady stream of batches allocates nothing.
+// On CPU the same code takes the session's CPU allocator: the twin that CI runs.
+import { FeedMismatchError } from '../../errors.ts';
+import type { Tensor } from '../tensor.ts';
+import { readCString, type OrtLibrary, type Pointer } from './ort-library.ts';
+import { ELEMENT_TYPES, type ElementType } from './ort-value.ts';
+
+/** The smallest buffer made, so that short batches of one shape do not grow it step by step. */
+const MIN_BYTES = 256;
+
+interface Buffer {
+  address: Pointer;
+  bytes: number;
+}
+
+/** This thread's staging counts, for tests and the device checks. */
+const counts = { allocations: 0, liveBuffers: 0, liveBytes: 0 };
+
+export function stagingStats(): { allocations: number; liveBuffers: number; liveBytes: number } {
+  return { ...counts };
+}
+
+export class StagingBuffers {
+  private readonly lib: OrtLibrary;
+  private readonly allocator: Pointer;
+  /** The allocator's OrtMemoryInfo (owned by the allocator), which the staged values carry. */
+  private readonly memory: Pointer;
+  private readonly buffers = new Map<string, Buffer>();
+
+  /** `allocator` is one CreateAllocator made; the buffers own it and release it with themselves. */
+  constructor(lib: OrtLibrary, allocator: Pointer) {
+    this.lib = lib;
+    this.allocator = allocator;
+    this.memory = lib.out('AllocatorGetInfo', allocator);
+  }
+
+  /** The name ONNX Runtime gives the buffers' memory ('CudaPinned' on a GPU, 'Cpu' on the host). */
+  memoryName(): string {
+    return readCString(this.lib.out('MemoryInfoGetName', this.memory));
+  }
+
+  /**
+   * An OrtValue over a copy of `tensor` in input `name`'s buffer, valid until the next call for
+   * the same name; the caller releases the value (not the buffer) after its run.
+   */
+  valueFor(name: string, tensor: Tensor): Pointer {
+    const type = tensor.type as ElementType;
+    const code = ELEMENT_TYPES[type] as number | undefined;
+    const data = tensor.data as unknown;
+    if (code === undefined || type === 'string' || !ArrayBuffer.isView(data))
+      throw new FeedMismatchError(`input '${name}' (${tensor.type}) cannot be staged`, {
+        field: name,
+      });
+    const buffer = this.bufferFor(name, data.byteLength);
+    this.lib.write(buffer.address, data);
+    const shape = BigInt64Array.from(tensor.dims, (d) => BigInt(d));
+    return this.lib.out(
+      'CreateTensorWithDataAsOrtValue',
+      this.memory,
+      buffer.address,
+      data.byteLength,
+      shape,
+      shape.length,
+      code,
+    );
+  }
+
+  /** Whether a tensor can go through a buffer: numeric data (strings are bound as they are). */
+  static takes(tensor: Tensor): boolean {
+    return tensor.type !== 'string' && ArrayBuffer.isView(tensor.data);
+  }
+
+  release(): void {
+    const free = this.lib.fn('AllocatorFree');
+    for (const { address, bytes } of this.buffers.values()) {
+      free(this.allocator, address);
+      counts.liveBuffers -= 1;
+      counts.liveBytes -= bytes;
+    }
+    this.buffers.clear();
+    this.lib.fn('ReleaseAllocator')(this.allocator);
+  }
+
+  private bufferFor(name: string, bytes: number): Buffer {
+    const held = this.buffers.get(name);
+    if (held !== undefined && held.bytes >= bytes) return held;
+    let size = Math.max(MIN_BYTES, held?.bytes ?? 0);
+    while (size < bytes) size *= 2;
+    const address = this.lib.out('AllocatorAlloc', this.allocator, size);
+    if (held !== undefined) {
+      this.lib.fn('AllocatorFree')(this.allocator, held.address);
+      counts.liveBuffers -= 1;
+      counts.liveBytes -= held.bytes;
+    }
+    const buffer = { address, bytes: size };
+    this.buffers.set(name, buffer);
+    counts.allocations += 1;
+    counts.liveBuffers += 1;
+    counts.liveBytes += size;
+    return buffer;
+  }
+}
