@@ -21,6 +21,11 @@ export interface Pipeline<Input, Output> {
   readonly model: LoadedModel;
   /** Runs the inputs as one batch; outputs are in input order. */
   run(inputs: readonly Input[]): Promise<Output[]>;
+  /**
+   * True when the pipeline itself runs a model that is not batch invariant one row per session
+   * call, so that batchSafe (row-by-row.ts) need not split its batches.
+   */
+  readonly splitsRows?: boolean;
   /** Where the pipeline's time went (pipelines built on BasePipeline have it). */
   readonly statistics?: PipelineStatistics | undefined;
   /**

@@ -28,9 +28,13 @@ export class RowByRowPipeline<Input, Output> implements Pipeline<Input, Output> 
   }
 }
 
-/** The pipeline itself for batch-invariant models; a row-by-row wrapper otherwise. */
+/**
+ * The pipeline itself for batch-invariant models and for pipelines that split rows themselves; a
+ * row-by-row wrapper otherwise.
+ */
 export function batchSafe<Input, Output>(
   pipeline: Pipeline<Input, Output>,
 ): Pipeline<Input, Output> {
-  return pipeline.model.batchInvariant ? pipeline : new RowByRowPipeline(pipeline);
+  if (pipeline.model.batchInvariant || pipeline.splitsRows === true) return pipeline;
+  return new RowByRowPipeline(pipeline);
 }

@@ -65,6 +65,13 @@ export class FeatureExtractionPipeline extends BasePipeline<
   private readonly outputName: string;
   /** Set when pooling runs as a graph on the encoder's device (runtime.poolingOn). */
   private readonly devicePooling: PoolingGraphSpec | undefined;
+  /**
+   * A model that is not batch invariant (an int8 export's per-tensor quantization) runs one row
+   * per session call here, after the whole batch is tokenized at once: an encode right after a
+   * run finds the tokenizer's tables pushed out of the CPU's caches by the model's weights, and
+   * costs several times what the same encode costs among other encodes.
+   */
+  readonly splitsRows = true;
 
   constructor(model: LoadedModel, options: FeatureExtractionOptions = {}) {
     super(TASK, model, featureExtractionOptionsSchema, options);
@@ -84,12 +91,21 @@ export class FeatureExtractionPipeline extends BasePipeline<
 
   protected async runBatch(inputs: readonly string[]): Promise<FeatureExtractionResult[]> {
     inputs.forEach((text, i) => assertString(text, TASK, `inputs[${i}]`));
-    const { lowerCase, truncation, maxLength, normalize } = this.settled;
+    const { lowerCase, truncation, maxLength } = this.settled;
     const texts = lowerCase ? inputs.map((text) => text.toLowerCase()) : inputs;
     const encoded = await this.encode(texts, {
       truncation: truncation ? 'longest_first' : false,
       ...(maxLength !== undefined ? { maxLength } : {}),
     });
+    if (this.model.batchInvariant) return this.embed(encoded);
+    const out: FeatureExtractionResult[] = [];
+    for (const row of encoded) out.push(...(await this.embed([row])));
+    return out;
+  }
+
+  /** One session call over `encoded`: pooled on the device or in JS. */
+  private async embed(encoded: readonly TokenizedText[]): Promise<FeatureExtractionResult[]> {
+    const { normalize } = this.settled;
     if (this.devicePooling !== undefined) return this.poolOnDevice(encoded, this.devicePooling);
     const outputs = await this.inferText(encoded, [this.outputName]);
     const hidden = floatOutput(outputs, this.outputName);

@@ -6,6 +6,8 @@ import { isBatchInvariant } from '../../../src/pipelines/runtime/batch-invarianc
 import type { LoadedModel } from '../../../src/pipelines/runtime/model-store.ts';
 import type { Pipeline } from '../../../src/pipelines/pipeline.ts';
 import { batchSafe, RowByRowPipeline } from '../../../src/pipelines/row-by-row.ts';
+import { ModelStore } from '../../../src/pipelines/runtime/model-store.ts';
+import { FeatureExtractionPipeline } from '../../../src/pipelines/text/feature-extraction.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -55,5 +57,36 @@ describe('batch invariance', () => {
     expect(calls).toEqual([['a'], ['b'], ['c']]);
     const invariant = { ...inner, model: { batchInvariant: true } as LoadedModel };
     expect(batchSafe(invariant)).toBe(invariant);
+    const splitting = { ...inner, splitsRows: true };
+    expect(batchSafe(splitting)).toBe(splitting);
+  });
+
+  it('embeds with an int8 model one row per call after tokenizing the batch once', async () => {
+    const store = new ModelStore();
+    try {
+      const model = await store.load({
+        path: join(ROOT, 'models/all-MiniLM-L6-v2-int8'),
+        runtime: { binding: 'native' },
+      });
+      expect(model.batchInvariant).toBe(false);
+      const texts = [
+        'A short note.',
+        'The quarterly report is attached; please review the figures before Friday.',
+        'Thanks!',
+      ];
+      const pipeline = new FeatureExtractionPipeline(model);
+      expect(batchSafe(pipeline)).toBe(pipeline);
+      const batched = (await pipeline.run(texts)) as Float32Array[];
+      const stats = pipeline.statistics;
+      expect(stats?.tokenize.calls).toBe(1);
+      expect(stats?.inference.calls).toBe(texts.length);
+      // Each row is what the text gives alone, to the bit: its batch mates change nothing.
+      const alone = new RowByRowPipeline(new FeatureExtractionPipeline(model));
+      expect(await alone.run(texts)).toEqual(batched);
+      const reordered = (await pipeline.run([...texts].reverse())) as Float32Array[];
+      expect(reordered.reverse()).toEqual(batched);
+    } finally {
+      await store.close();
+    }
   });
 });
