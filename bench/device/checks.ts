@@ -6,7 +6,11 @@
 //               the buffers are in ('CudaPinned' on a GPU);
 //   resident:   the decode loop with its cache resident on the device (runtime.kvOn: device),
 //               continuously batched, against the CPU loop on the host: greedy tokens identical,
-//               no host copy of the cache, no resident value left live.
+//               no host copy of the cache, no resident value left live;
+//   prefix:     the same loop with the prefix cache on, prompts that share an instruction: the
+//               resident loop keeps the cache's blocks on the device (cut and joined there), and
+//               its greedy tokens must still be the CPU loop's; hits and tokens saved, and no value
+//               left live once the loop closes.
 // `--device cpu` runs the same flow on the CPU provider (the dry run; kvOn and poolingOn forced to
 // device, feedsFrom to staging). BENCH_EMBED_MODEL (MiniLM), BENCH_MODEL (llama-100m, or smollm2, or a folder),
 // CHECK_PROMPTS (8), CHECK_NEW_TOKENS (64). Prints one JSON line.
@@ -15,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { GenerationLoop } from '../../src/generative/generation-loop.ts';
 import type { SequenceEvent } from '../../src/generative/protocol.ts';
 import { compileSchedulerOptions } from '../../src/generative/scheduler.ts';
+import type { PrefixCacheStats } from '../../src/pipelines/generation/prefix-cache.ts';
 import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { FeatureExtractionPipeline } from '../../src/pipelines/text/feature-extraction.ts';
@@ -81,9 +86,10 @@ await probe.release();
 async function loopTokens(
   runtime: RuntimeOptions,
   prompts: readonly string[],
-): Promise<number[][]> {
+  prefixCache = false,
+): Promise<{ tokens: number[][]; prefix: PrefixCacheStats }> {
   const model = await store.load({ path: MODEL, runtime });
-  const gen = new TextGenerationPipeline(model);
+  const gen = new TextGenerationPipeline(model, {}, prefixCache ? { prefixCache: {} } : {});
   const loop = new GenerationLoop(gen, compileSchedulerOptions({ maxActive: 8, stepTokens: 64 }));
   const events: SequenceEvent[] = [];
   for (let step = 0; step < prompts.length || !loop.idle; step += 1) {
@@ -103,19 +109,36 @@ async function loopTokens(
   const done = new Map(
     events.flatMap((e) => (e.kind === 'done' ? [[e.id, e.result] as const] : [])),
   );
-  return prompts.map((_, i) => done.get(i)?.tokenIds ?? []);
+  const prefix = loop.stats().prefixCache;
+  await loop.close();
+  return { tokens: prompts.map((_, i) => done.get(i)?.tokenIds ?? []), prefix };
 }
+
+/** How many of `got` are `NEW_TOKENS` long and equal to `expected`'s. */
+const identicalCount = (got: number[][], expected: number[][]): number =>
+  got.filter(
+    (ids, i) => ids.length === NEW_TOKENS && JSON.stringify(ids) === JSON.stringify(expected[i]),
+  ).length;
 
 // Real e-mails cut to a cycle of lengths, so that rows of different spans join one batch.
 const CUTS = [80, 250, 500, 900];
 const prompts = loadTexts(PROMPTS, 7).map((text, i) => text.slice(0, CUTS[i % CUTS.length]));
 const before = residentStats();
-const residentTokens = await loopTokens({ ...device, kvOn: 'device' }, prompts);
+const residentTokens = (await loopTokens({ ...device, kvOn: 'device' }, prompts)).tokens;
 const after = residentStats();
-const cpuTokens = await loopTokens({ kvOn: 'host' }, prompts);
-const identical = residentTokens.filter(
-  (ids, i) => ids.length === NEW_TOKENS && JSON.stringify(ids) === JSON.stringify(cpuTokens[i]),
-).length;
+const cpuTokens = (await loopTokens({ kvOn: 'host' }, prompts)).tokens;
+const identical = identicalCount(residentTokens, cpuTokens);
+
+// Records after one instruction, long enough to fill several 16-token blocks.
+const INSTRUCTION =
+  'You sort e-mails for a support team. Read the e-mail below and answer with its category ' +
+  '(billing, bug report, account, sales or other), then its urgency, then what the sender wants ' +
+  'in at most ten words, without greeting and without inventing anything.\n\nE-mail: ';
+const templated = prompts.map((prompt) => INSTRUCTION + prompt.slice(0, 200));
+const prefixBefore = residentStats();
+const prefixResident = await loopTokens({ ...device, kvOn: 'device' }, templated, true);
+const prefixAfter = residentStats();
+const prefixCpu = await loopTokens({ kvOn: 'host' }, templated, true);
 await store.close();
 
 writeResultLine({
@@ -130,5 +153,13 @@ writeResultLine({
     new_tokens: NEW_TOKENS,
     host_copies: after.hostCopies - before.hostCopies,
     live_values_left: after.live - before.live,
+  },
+  prefix: {
+    greedy_identical_to_cpu: `${identicalCount(prefixResident.tokens, prefixCpu.tokens)}/${templated.length}`,
+    hits: prefixResident.prefix.hits,
+    tokens_saved: prefixResident.prefix.tokensSaved,
+    cpu_hits: prefixCpu.prefix.hits,
+    host_copies: prefixAfter.hostCopies - prefixBefore.hostCopies,
+    live_values_left: prefixAfter.live - prefixBefore.live,
   },
 });

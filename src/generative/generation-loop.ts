@@ -17,10 +17,11 @@ import {
   emptyKvState,
   realSpan,
   releaseResident,
+  residentCache,
   runStep,
   type KvState,
+  type SharedPrefix,
 } from '../pipelines/generation/kv-cache.ts';
-import { kvOnDevice, prefillsOnDevice } from '../runtime/runtime-options.ts';
 import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import {
@@ -56,14 +57,17 @@ export class GenerationLoop implements StepLoop {
   private readonly residentRows: ResidentRows | undefined;
   /** Prefills leave their cache resident too (prefillsOnDevice); else they copy it to the host. */
   private readonly residentPrefills: boolean;
+  /**
+   * The shared prefixes the loop's rows have started from or moved onto: the prefix cache's
+   * while it holds them; resident ones it dropped are freed here once no row decodes on them.
+   */
+  private readonly prefixes = new Set<SharedPrefix>();
 
   constructor(pipeline: TextGenerationPipeline, limits: SchedulerLimits, now = Date.now) {
     this.pipeline = pipeline;
-    this.resident =
-      kvOnDevice(pipeline.model.runtime) &&
-      !pipeline.layout.appending &&
-      pipeline.model.session.runResident !== undefined;
-    this.residentPrefills = this.resident && prefillsOnDevice(pipeline.model.runtime);
+    const resident = residentCache(pipeline.model, pipeline.layout);
+    this.resident = resident.decodes;
+    this.residentPrefills = resident.prefills;
     this.residentRows = this.resident
       ? new ResidentRows(pipeline.model, pipeline.layout)
       : undefined;
@@ -136,7 +140,7 @@ export class GenerationLoop implements StepLoop {
     // A sequence is resumed from the prefix cache as its first chunk is planned, not at submit:
     // a prompt that arrived with others sharing its prefix finds the blocks that the first of
     // them prefilled in an earlier step.
-    const plan = this.scheduler.plan((seq) => this.resume(seq));
+    const plan = await this.scheduler.plan((seq) => this.resume(seq));
     const joining: Sequence[] = [];
     if (plan.decode.length > 0) await this.decode(events, leaving);
     for (const { seq, length } of plan.prefill) {
@@ -151,11 +155,12 @@ export class GenerationLoop implements StepLoop {
           { resident: this.residentPrefills },
         );
         seq.kv = step.state;
-        // An earlier chunk's resident cache was this run's past; a prefix-cache hit is the
-        // cache's own host blocks, which releaseResident leaves alone.
+        // An earlier chunk's resident cache was this run's past, and so was a prefix-cache hit's
+        // own columns, a copy the sequence owns. A shared prefix is never in `past`:
+        // releaseResident leaves it to the cache and releasePrefixes.
         if (before !== undefined) releaseResident([before], [step.state]);
         seq.prefilled += ids.length;
-        this.pipeline.prefixCache?.store(seq.promptIds, seq.kv);
+        await this.pipeline.prefixCache?.store(seq.promptIds, seq.kv);
         if (seq.prefilled < seq.promptLength) continue;
         const [first] = step.logits;
         if ((await this.accept([{ seq, logits: first as Float32Array }], events)).length > 0)
@@ -167,13 +172,54 @@ export class GenerationLoop implements StepLoop {
       }
     }
     if (leaving.size > 0 || joining.length > 0) await this.regroup(leaving, joining);
+    this.releasePrefixes();
     return events;
   }
 
-  /** Starts a sequence from the longest cached prefix of its prompt, if any. */
-  private resume(seq: Sequence): void {
-    const hit = this.pipeline.prefixCache?.lookup(seq.promptIds);
+  /**
+   * Frees what the loop holds on the device once it is done: the caches of its sequences and
+   * decode groups, and its prefix cache's blocks, before the model's sessions close.
+   */
+  async close(): Promise<void> {
+    releaseResident(this.states().flatMap((state) => (state === undefined ? [] : [state])));
+    this.groups = [];
+    for (const seq of this.scheduler.all()) seq.kv = undefined;
+    this.releasePrefixes();
+    await this.pipeline.prefixCache?.close();
+  }
+
+  /**
+   * Frees the resident shared prefixes that no state of the loop decodes on any more and that
+   * the prefix cache no longer holds (it evicted them, or never kept them): they were the rows'.
+   */
+  private releasePrefixes(): void {
+    const cache = this.pipeline.prefixCache;
+    if (!this.residentPrefills || cache === undefined) return;
+    const live = new Set(this.states().map((state) => state?.shared));
+    for (const shared of live) if (shared !== undefined) this.prefixes.add(shared);
+    for (const shared of this.prefixes) {
+      if (live.has(shared) || cache.holds(shared)) continue;
+      this.prefixes.delete(shared);
+      for (const t of shared.past) if (isResident(t)) t.release();
+    }
+  }
+
+  /** Every cache the loop runs: its decode groups' and its prefilling sequences'. */
+  private states(): (KvState | undefined)[] {
+    return [...this.groups.map((group) => group.state), ...this.scheduler.all().map((s) => s.kv)];
+  }
+
+  /**
+   * Starts a sequence from the longest cached prefix of its prompt, if any. A hit that could not
+   * be assembled (a failed run on the device) is a miss: the prompt prefills in full, and a
+   * device that is failing fails it there.
+   */
+  private async resume(seq: Sequence): Promise<void> {
+    const hit = await this.pipeline.prefixCache?.lookup(seq.promptIds).catch(() => undefined);
     if (hit === undefined) return;
+    // Known from the start: a row that fails in this step still leaves its prefix to free.
+    if (this.residentPrefills && hit.state.shared !== undefined)
+      this.prefixes.add(hit.state.shared);
     seq.kv = hit.state;
     seq.prefilled = hit.tokens;
   }

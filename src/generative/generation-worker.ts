@@ -71,6 +71,8 @@ async function run(target: StepLoop): Promise<void> {
   for (;;) {
     if (target.idle && submitting === 0) {
       if (draining) {
+        // What the loop holds on the device goes before the thread may be ended.
+        await target.close?.();
         post({ kind: 'drained' });
         port?.close();
         return;

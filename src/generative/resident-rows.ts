@@ -18,7 +18,12 @@ import {
   windowGraph,
   windowOutput,
 } from '../runtime/graphs/kv-rows-graph.ts';
-import type { OrtSession, ResidentFeeds, ResidentTensor } from '../runtime/session.ts';
+import {
+  runAllResident,
+  type OrtSession,
+  type ResidentFeeds,
+  type ResidentTensor,
+} from '../runtime/session.ts';
 import { assembledRows, type KvRowRef } from './kv-batch.ts';
 
 export class ResidentRows {
@@ -111,14 +116,11 @@ export class ResidentRows {
     return this.model.helper(name, bytes);
   }
 
-  private async runResident(
+  private runResident(
     session: OrtSession,
     feeds: ResidentFeeds,
     outputs: readonly string[],
   ): Promise<KvTensor[]> {
-    if (session.runResident === undefined)
-      throw new InferenceError('resident row moves need a binding with resident runs (native)');
-    const out = await session.runResident({ feeds, hostOutputs: [], residentOutputs: outputs });
-    return outputs.map((name) => out.resident[name] as ResidentTensor);
+    return runAllResident(session, feeds, outputs, 'resident row moves');
   }
 }

@@ -99,9 +99,10 @@ export class Scheduler<S extends Schedulable> {
    * Admits what the limits allow, then plans the step: all decodes, then prompt chunks. `start`
    * runs once per sequence, just before its first chunk is sized: the engine resumes it from the
    * prefix cache there, so the budget is spent on what it still has to prefill, not on the
-   * cached part of its prompt.
+   * cached part of its prompt. Each `start` is awaited before the next sequence is looked at (a
+   * resident prefix cache assembles its hit on the device).
    */
-  plan(start?: (seq: S) => void): StepPlan<S> {
+  async plan(start?: (seq: S) => Promise<void> | void): Promise<StepPlan<S>> {
     this.admit();
     let budget = this.limits.stepTokens - this.decoding.length;
     const prefill: PrefillChunk<S>[] = [];
@@ -109,7 +110,7 @@ export class Scheduler<S extends Schedulable> {
       if (budget <= 0) break;
       if (!this.started.has(seq)) {
         this.started.add(seq);
-        start?.(seq);
+        await start?.(seq);
       }
       const length = Math.min(seq.promptLength - seq.prefilled, budget);
       prefill.push({ seq, from: seq.prefilled, length });

@@ -21,4 +21,6 @@ export interface StepLoop {
   cancel(id: number, reason: CancelReason): void;
   /** One step; its token, done and failed events in order. Nothing to do: []. */
   step(): Promise<SequenceEvent[]>;
+  /** Frees what it holds on the device (a resident prefix cache), once drained and idle. */
+  close?(): Promise<void>;
 }

@@ -3,6 +3,7 @@
 // ONNX Runtime's C API (native/) and onnxruntime-node (node-runtime.ts). Tensors are
 // onnxruntime-common's plain data objects (type, data, dims) on both.
 import type { InferenceSession } from 'onnxruntime-common';
+import { InferenceError } from '../errors.ts';
 import type { Tensor } from './tensor.ts';
 
 export type ValueMetadata = InferenceSession.ValueMetadata;
@@ -57,6 +58,23 @@ export interface ResidentOutputs {
 
 export function isResident(value: Tensor | ResidentTensor | undefined): value is ResidentTensor {
   return value !== undefined && 'resident' in value && value.resident;
+}
+
+/**
+ * A run whose outputs all stay resident, in `outputs` order: how the helper graphs
+ * (src/runtime/graphs/) move resident values on their device. `needs` names what asked, for the
+ * error on a binding without resident runs.
+ */
+export async function runAllResident(
+  session: OrtSession,
+  feeds: ResidentFeeds,
+  outputs: readonly string[],
+  needs: string,
+): Promise<ResidentTensor[]> {
+  if (session.runResident === undefined)
+    throw new InferenceError(`${needs} need a binding with resident runs (native)`);
+  const out = await session.runResident({ feeds, hostOutputs: [], residentOutputs: outputs });
+  return outputs.map((name) => out.resident[name] as ResidentTensor);
 }
 
 export interface OrtSession {

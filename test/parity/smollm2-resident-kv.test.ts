@@ -166,6 +166,11 @@ describe(
           expect(done.get(id)?.tokenIds, `${golden.name} (request ${id})`).toEqual(golden.new_ids);
         });
         expect(gen.prefixCache?.stats().hits).toBeGreaterThanOrEqual(goldens.length);
+        if (model.session.runResident === undefined) return;
+        // Idle, the prefix cache's blocks (and its shared prefixes) are still resident, its own;
+        // the loop's close frees them with anything else it holds.
+        expect(residentStats().live).toBeGreaterThan(before.live);
+        await loop.close();
         expect(residentStats().live).toBe(before.live);
       },
     );

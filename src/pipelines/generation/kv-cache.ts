@@ -24,6 +24,7 @@ import {
   type KvTensor,
 } from './kv-dtype.ts';
 import { floatData } from '../../runtime/half-float.ts';
+import { kvOnDevice, prefillsOnDevice } from '../../runtime/runtime-options.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import type { Feeds } from '../runtime/tensors.ts';
 
@@ -340,6 +341,20 @@ export interface StepOptions {
    * on a binding with runResident (ours) and an export whose presents are the whole cache.
    */
   resident?: boolean;
+}
+
+/**
+ * Where the engine's step loop keeps this model's caches between runs (runtime.kvOn): the decode
+ * batch's, and each prefill's, resident on the session's device or on the host. Only a binding
+ * with resident runs (ours) and an export whose presents are the whole cache keep them resident.
+ */
+export function residentCache(
+  model: LoadedModel,
+  layout: KvLayout,
+): { decodes: boolean; prefills: boolean } {
+  const decodes =
+    kvOnDevice(model.runtime) && !layout.appending && model.session.runResident !== undefined;
+  return { decodes, prefills: decodes && prefillsOnDevice(model.runtime) };
 }
 
 /** Runs one step: feeds from the state and the new tokens, last-position logits and next state. */

@@ -8,12 +8,13 @@
 // template to declare. Memory is bounded by `maxBytes`: the least recently used block without
 // descendants goes first, so a shared template outlives the records cached under it, and no block
 // is ever cut off from the root. The single-request pipeline and every generation thread each own
-// one; nothing here touches the model.
+// one. Blocks live where a PrefixBlocks keeps them (prefix-blocks.ts): copied to the host, or,
+// when the engine keeps caches resident, as values on the model's device that this cache owns and
+// releases (when it evicts them, and all of them on `close`).
 // On an export with a shared-prefix input (kv-cache.ts), a hit is that input: the cached blocks as
 // one batch-of-one prefix, made once per cached path and handed to every prompt that reaches the
 // same block, so their rows can decode together while the prefix is held (and read) once.
 // Otherwise a hit is a batch-of-one past holding the blocks' columns.
-import { Tensor } from '../../runtime/tensor.ts';
 import { z } from 'zod';
 import { parseWithSchema } from '../../options/parse.ts';
 import {
@@ -24,7 +25,7 @@ import {
   type KvState,
   type SharedPrefix,
 } from './kv-cache.ts';
-import { allocateCache, cacheBits, type CacheArray, type KvTensor } from './kv-dtype.ts';
+import { HostPrefixBlocks, type BlockColumns, type PrefixBlocks } from './prefix-blocks.ts';
 
 export const prefixCacheSchema = z
   .object({
@@ -89,8 +90,8 @@ interface Block {
   parent: Block | undefined;
   key: string;
   children: Map<string, Block>;
-  /** Per cache tensor (KvLayout.pastNames order), this block's columns as [kv heads, block, dim]. */
-  data: CacheArray[];
+  /** This block's columns, held by `PrefixCache.store` (PrefixBlocks). */
+  data: BlockColumns;
   lastUsed: number;
   /** The path from the root to this block as one shared prefix, once a hit has ended here. */
   shared?: SharedPrefix;
@@ -104,13 +105,26 @@ export class PrefixCache {
   private readonly blockBytes: number;
   /** Hits go to the export's shared-prefix inputs instead of each row's past. */
   private readonly sharedInput: boolean;
+  private readonly storage: PrefixBlocks;
+  /** The shared prefixes kept on blocks: the cache's own, released with their blocks on close. */
+  private readonly prefixes = new Set<SharedPrefix>();
+  /**
+   * The tail of the cache's operations: each waits for the one before, so that no block is
+   * evicted, and released, while a resident cut or join that reads it is still running.
+   */
+  private queue: Promise<unknown> = Promise.resolve();
   private bytes = 0;
   private clock = 0;
   private counts = { lookups: 0, hits: 0, tokensSaved: 0, evictions: 0 };
 
-  constructor(layout: KvLayout, limits: PrefixCacheLimits) {
+  constructor(
+    layout: KvLayout,
+    limits: PrefixCacheLimits,
+    storage: PrefixBlocks = new HostPrefixBlocks(layout, limits.blockTokens),
+  ) {
     this.layout = layout;
     this.limits = limits;
+    this.storage = storage;
     this.sharedInput = limits.sharedInput && layout.prefixNames.length > 0;
     const elements = layout.kvHeads * limits.blockTokens * layout.headDim;
     this.blockBytes = layout.pastNames.length * elements * (layout.dtype === 'float32' ? 4 : 2);
@@ -122,9 +136,15 @@ export class PrefixCache {
 
   /**
    * The longest cached prefix of the prompt, in whole blocks, leaving at least its last token to
-   * run (its logits give the first generated token); undefined when no block matches.
+   * run (its logits give the first generated token); undefined when no block matches. The hit's
+   * own columns (`state.past`) are the caller's: resident ones are released with the state
+   * (kv-cache.ts's releaseResident); its shared prefix stays the cache's.
    */
-  lookup(promptIds: readonly number[]): PrefixHit | undefined {
+  lookup(promptIds: readonly number[]): Promise<PrefixHit | undefined> {
+    return this.exclusive(() => this.find(promptIds));
+  }
+
+  private async find(promptIds: readonly number[]): Promise<PrefixHit | undefined> {
     if (promptIds.length < this.limits.minTokens || this.limits.maxBytes === 0) return undefined;
     this.counts.lookups += 1;
     const usable = Math.floor((promptIds.length - 1) / this.limits.blockTokens);
@@ -141,7 +161,7 @@ export class PrefixCache {
     const tokens = path.length * this.limits.blockTokens;
     this.counts.hits += 1;
     this.counts.tokensSaved += tokens;
-    if (!this.sharedInput) return { state: this.assemble(path), tokens };
+    if (!this.sharedInput) return { state: await this.assemble(path), tokens };
     // The shallowest prefix already handed out along the path is shared; the blocks past it go
     // into the row's own past. Prompts built on one template diverge from each other at
     // different depths (records that begin alike), and a prefix per depth would split their rows
@@ -152,13 +172,13 @@ export class PrefixCache {
       // mid-prefill): its end is not yet known to be where prompts part, so it is copied into the
       // row, and the row is moved onto a shared prefix when it joins the decode batch (sharedFor).
       if ((path[path.length - 1] as Block).children.size === 0)
-        return { state: this.assemble(path), tokens };
+        return { state: await this.assemble(path), tokens };
       cut = path.length - 1;
     }
     const rest = path.slice(cut + 1);
-    const own = rest.length > 0 ? this.assemble(rest) : emptyKvState(this.layout, 1);
+    const own = rest.length > 0 ? await this.assemble(rest) : emptyKvState(this.layout, 1);
     return {
-      state: { ...own, realTokens: [tokens], shared: this.sharedOf(path.slice(0, cut + 1)) },
+      state: { ...own, realTokens: [tokens], shared: await this.sharedOf(path.slice(0, cut + 1)) },
       tokens,
     };
   }
@@ -188,14 +208,15 @@ export class PrefixCache {
   }
 
   /** The path's blocks as one shared prefix, kept on its last block (within maxBytes) for reuse. */
-  private sharedOf(path: readonly Block[]): SharedPrefix {
+  private async sharedOf(path: readonly Block[]): Promise<SharedPrefix> {
     const end = path[path.length - 1] as Block;
     if (end.shared !== undefined) return end.shared;
-    const assembled = this.assemble(path);
+    const assembled = await this.assemble(path);
     const shared = { past: assembled.past, length: assembled.pastLength };
     const bytes = path.length * this.blockBytes;
     if (this.makeRoom(end, bytes)) {
       end.shared = shared;
+      this.prefixes.add(shared);
       this.bytes += bytes;
     }
     return shared;
@@ -205,9 +226,14 @@ export class PrefixCache {
    * Caches the whole blocks of a prompt's cache that are not cached yet. `state` is a batch of
    * one without padding whose columns are the prompt's first `state.pastLength` tokens (a
    * sequence's cache after a prefill chunk); called after every chunk, so a long prompt is
-   * shareable before its prefill ends.
+   * shareable before its prefill ends. The blocks are cut from it before this resolves: the state
+   * may be released after that.
    */
-  store(promptIds: readonly number[], state: KvState): void {
+  store(promptIds: readonly number[], state: KvState): Promise<void> {
+    return this.exclusive(() => this.add(promptIds, state));
+  }
+
+  private async add(promptIds: readonly number[], state: KvState): Promise<void> {
     if (promptIds.length < this.limits.minTokens || this.limits.maxBytes === 0) return;
     const offset = state.shared?.length ?? 0;
     // A padded or batched cache has columns that are not this prompt's positions.
@@ -230,8 +256,8 @@ export class PrefixCache {
           children: new Map(),
           data:
             column < offset
-              ? this.slice(state.shared?.past ?? [], offset, column)
-              : this.slice(state.past, capacityOf(state), column - offset),
+              ? await this.storage.cut(state.shared?.past ?? [], offset, column)
+              : await this.storage.cut(state.past, capacityOf(state), column - offset),
           lastUsed: tick,
         };
         level.set(key, block);
@@ -242,6 +268,38 @@ export class PrefixCache {
       parent = block;
       level = block.children;
     }
+  }
+
+  /**
+   * Whether `shared` is still one of the cache's prefixes. One it never kept (no room) or has
+   * evicted belongs to the rows that decode on it: resident, their loop frees it once none does
+   * (GenerationLoop), and a forgotten one goes with the garbage collector.
+   */
+  holds(shared: SharedPrefix): boolean {
+    return this.prefixes.has(shared);
+  }
+
+  /**
+   * Empties the cache, releasing every value it holds (its resident blocks and prefixes): the
+   * engine's loop calls it when it closes, once no row decodes on a shared prefix any more.
+   */
+  close(): Promise<void> {
+    return this.exclusive(() => {
+      for (const block of this.blocks) this.storage.release(block.data);
+      for (const shared of this.prefixes) this.storage.release(shared.past);
+      this.prefixes.clear();
+      this.blocks.clear();
+      this.roots.clear();
+      this.bytes = 0;
+      return Promise.resolve();
+    });
+  }
+
+  /** Runs `task` after every operation before it has finished. */
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task);
+    this.queue = run.catch(() => undefined);
+    return run;
   }
 
   private keyOf(ids: readonly number[], block: number): string {
@@ -271,6 +329,8 @@ export class PrefixCache {
       this.dropShared(victim);
       (victim.parent?.children ?? this.roots).delete(victim.key);
       this.blocks.delete(victim);
+      // No state holds a block's own columns: hits and prefixes are joined copies of them.
+      this.storage.release(victim.data);
       this.bytes -= this.blockBytes;
       this.counts.evictions += 1;
     }
@@ -280,49 +340,17 @@ export class PrefixCache {
   private dropShared(block: Block): void {
     if (block.shared === undefined) return;
     this.bytes -= (block.shared.length / this.limits.blockTokens) * this.blockBytes;
+    // Not released: rows may still decode on it, and it is theirs from now on (holds).
+    this.prefixes.delete(block.shared);
     delete block.shared;
   }
 
-  /**
-   * One block's columns, from `column` on, of cache tensors [1, kv heads, length, dim] (length:
-   * their capacity), copied.
-   */
-  private slice(tensors: readonly KvTensor[], length: number, column: number): CacheArray[] {
-    const { kvHeads: heads, headDim: dim, dtype } = this.layout;
-    const { blockTokens } = this.limits;
-    return this.layout.pastNames.map((name, t) => {
-      const source = cacheBits(tensors[t], name);
-      const out = allocateCache(dtype, heads * blockTokens * dim);
-      for (let h = 0; h < heads; h += 1) {
-        const from = (h * length + column) * dim;
-        out.set(source.subarray(from, from + blockTokens * dim), h * blockTokens * dim);
-      }
-      return out;
-    });
-  }
-
   /** The blocks of a path as one batch-of-one cache, [1, kv heads, path length, head dim]. */
-  private assemble(path: readonly Block[]): KvState {
-    const { kvHeads: heads, headDim: dim, dtype } = this.layout;
-    const { blockTokens } = this.limits;
-    const length = path.length * blockTokens;
-    const past = this.layout.pastNames.map((_, t) => {
-      const out = allocateCache(dtype, heads * length * dim);
-      path.forEach((block, b) => {
-        const data = block.data[t] as CacheArray;
-        for (let h = 0; h < heads; h += 1) {
-          const from = h * blockTokens * dim;
-          out.set(
-            data.subarray(from, from + blockTokens * dim),
-            (h * length + b * blockTokens) * dim,
-          );
-        }
-      });
-      return new Tensor(dtype, out, [1, heads, length, dim]);
-    });
+  private async assemble(path: readonly Block[]): Promise<KvState> {
+    const length = path.length * this.limits.blockTokens;
     return {
       batch: 1,
-      past,
+      past: await this.storage.join(path.map((block) => block.data)),
       pastLength: length,
       attentionMask: [Array.from({ length }, () => 1)],
       realTokens: [length],

@@ -15,10 +15,19 @@ import {
   type GenerationOptions,
   type GenerationSettings,
 } from './generation-options.ts';
-import { emptyKvState, kvLayoutOf, runStep, type KvLayout, type StepTokens } from './kv-cache.ts';
+import {
+  emptyKvState,
+  kvLayoutOf,
+  releaseResident,
+  residentCache,
+  runStep,
+  type KvLayout,
+  type StepTokens,
+} from './kv-cache.ts';
 import type { LoadedModel } from '../runtime/model-store.ts';
 import { BasePipeline } from '../base-pipeline.ts';
 import { compilePrefixCacheOptions, PrefixCache, type PrefixCacheOptions } from './prefix-cache.ts';
+import { HostPrefixBlocks, ResidentPrefixBlocks } from './prefix-blocks.ts';
 import { GenerationProgress, type GenerationResult } from './generation-progress.ts';
 import { isObject, UNIT_COST, type InputCheck, type TaskDefinition } from '../task-definition.ts';
 import { FormatCompiler } from './structured/format-constraint.ts';
@@ -80,9 +89,17 @@ export class TextGenerationPipeline extends BasePipeline<
       setup.prefixCache === undefined
         ? undefined
         : compilePrefixCacheOptions(setup.prefixCache, 'prefixCache');
+    // Its blocks stay where the engine's loop leaves prefills' caches: on the device when they
+    // are resident, so that neither a store nor a hit brings them to the host.
     this.prefixCache =
       prefix !== undefined && prefix.maxBytes > 0
-        ? new PrefixCache(this.layout, prefix)
+        ? new PrefixCache(
+            this.layout,
+            prefix,
+            residentCache(model, this.layout).prefills
+              ? new ResidentPrefixBlocks(model, this.layout, prefix.blockTokens)
+              : new HostPrefixBlocks(this.layout, prefix.blockTokens),
+          )
         : undefined;
     this.chatTemplate = ChatTemplate.fromTokenizer(this.tokenizer);
     this.formats = new FormatCompiler(this.tokenizer.json, this.tokenizer.folder);
@@ -122,14 +139,16 @@ export class TextGenerationPipeline extends BasePipeline<
       toolCalls: prompt.kind === 'chat' && prompt.tools !== undefined,
     });
     const decode = (ids: readonly number[]): Promise<string> => this.decode(ids);
-    const hit = this.prefixCache?.lookup(promptIds);
+    const hit = await this.prefixCache?.lookup(promptIds);
     let state = hit?.state ?? emptyKvState(this.layout, 1);
     let tokens: StepTokens = { ids: [promptIds.slice(hit?.tokens ?? 0)] };
     let prefilled = false;
     while (!progress.done) {
       const step = await runStep(this.model.session, this.layout, state, tokens);
+      // A resident cache's hit (its own columns) was this first run's past, and is not needed now.
+      if (!prefilled && hit !== undefined) releaseResident([hit.state]);
       state = step.state;
-      if (!prefilled) this.prefixCache?.store(promptIds, state);
+      if (!prefilled) await this.prefixCache?.store(promptIds, state);
       prefilled = true;
       const { tokenId, text } = await progress.accept(
         progress.choose(step.logits[0] as Float32Array),

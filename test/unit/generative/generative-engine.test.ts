@@ -192,7 +192,7 @@ describe('Scheduler', () => {
     prefilled: 0,
   });
 
-  it('decodes first, chunks prompts in the remaining budget, admits FIFO within limits', () => {
+  it('decodes first, chunks prompts in the remaining budget, admits FIFO within limits', async () => {
     const s = new Scheduler(
       compileSchedulerOptions({ maxActive: 2, stepTokens: 10, maxKvTokens: 40 }),
     );
@@ -200,26 +200,26 @@ describe('Scheduler', () => {
     const b = seq(3);
     const c = seq(2);
     [a, b, c].forEach((x) => s.enqueue(x));
-    const first = s.plan();
+    const first = await s.plan();
     expect(first.decode).toEqual([]);
     expect(first.prefill.map((p) => [p.seq, p.length])).toEqual([[a, 10]]);
     expect(s.waitingCount).toBe(1);
     a.prefilled = 10;
     s.remove(b);
-    const second = s.plan();
+    const second = await s.plan();
     // c was blocked by maxActive and is admitted once b left; a takes the whole budget.
     expect(second.prefill.map((p) => [p.seq, p.from, p.length])).toEqual([[a, 10, 10]]);
     expect(s.activeCount).toBe(2);
     expect(s.reservedKvTokens).toBe(29 + 6);
     a.prefilled = 25;
     s.promote(a);
-    const third = s.plan();
+    const third = await s.plan();
     // a decodes (one token of the budget), then c's whole prompt fits in the rest.
     expect(third.decode).toEqual([a]);
     expect(third.prefill.map((p) => [p.seq, p.length])).toEqual([[c, 2]]);
   });
 
-  it('sizes a first chunk after its start hook (a prefix-cache hit shortens it)', () => {
+  it('sizes a first chunk after its start hook (a prefix-cache hit shortens it)', async () => {
     const s = new Scheduler(
       compileSchedulerOptions({ maxActive: 4, stepTokens: 10, maxKvTokens: 100 }),
     );
@@ -230,7 +230,7 @@ describe('Scheduler', () => {
       started.push(x);
       x.prefilled = 16;
     };
-    const first = s.plan(hit);
+    const first = await s.plan(hit);
     // Each has 4 tokens left after its hit: all three fit in a budget of 10 (a, b whole, c in
     // part), and the hook ran once for each, before its chunk was sized.
     expect(first.prefill.map((p) => [p.seq, p.from, p.length])).toEqual([
@@ -239,11 +239,11 @@ describe('Scheduler', () => {
       [c, 16, 2],
     ]);
     c.prefilled = 18;
-    s.plan(hit);
+    await s.plan(hit);
     expect(started).toEqual([a, b, c]);
   });
 
-  it('a large request at the head is not overtaken by smaller ones (no starvation)', () => {
+  it('a large request at the head is not overtaken by smaller ones (no starvation)', async () => {
     const s = new Scheduler(
       compileSchedulerOptions({ maxActive: 4, stepTokens: 10, maxKvTokens: 20 }),
     );
@@ -251,14 +251,14 @@ describe('Scheduler', () => {
     const big = seq(12);
     const later = seq(2);
     s.enqueue(small);
-    s.plan();
+    await s.plan();
     s.enqueue(big);
     s.enqueue(later);
-    s.plan();
+    await s.plan();
     // big (16) does not fit beside small (8) within 20; later (6) would, but must wait behind it.
     expect(s.waitingCount).toBe(2);
     s.remove(small);
-    s.plan();
+    await s.plan();
     expect(s.waitingCount).toBe(1);
     expect(s.reservedKvTokens).toBe(16);
   });

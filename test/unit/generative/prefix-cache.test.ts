@@ -79,13 +79,13 @@ const cacheOf = (options: PrefixCacheOptions = {}, dtype?: 'float32' | 'float16'
   );
 
 describe('PrefixCache bookkeeping', () => {
-  it('gives back the cached columns of the longest shared prefix, in whole blocks', () => {
+  it('gives back the cached columns of the longest shared prefix, in whole blocks', async () => {
     const cache = cacheOf();
     const first = [...range(100, 110), 1, 2, 3];
-    cache.store(first, fakeState(first));
+    await cache.store(first, fakeState(first));
     // Shares 10 tokens with `first`: two whole blocks (8 tokens) come back.
     const second = [...range(100, 110), 7, 8, 9, 10, 11];
-    const hit = cache.lookup(second);
+    const hit = await cache.lookup(second);
     expect(hit?.tokens).toBe(8);
     expect(hit?.state.pastLength).toBe(8);
     expect(hit?.state.attentionMask).toEqual([Array.from({ length: 8 }, () => 1)]);
@@ -100,40 +100,40 @@ describe('PrefixCache bookkeeping', () => {
     expect(cache.stats()).toMatchObject({ lookups: 1, hits: 1, tokensSaved: 8, blocks: 3 });
   });
 
-  it('leaves at least the last token of a prompt to run, even when all of it is cached', () => {
+  it('leaves at least the last token of a prompt to run, even when all of it is cached', async () => {
     const cache = cacheOf();
     const prompt = range(1, 13); // three whole blocks
-    cache.store(prompt, fakeState(prompt));
-    expect(cache.lookup(prompt)?.tokens).toBe(8);
-    expect(cache.lookup(range(1, 14))?.tokens).toBe(12);
+    await cache.store(prompt, fakeState(prompt));
+    expect((await cache.lookup(prompt))?.tokens).toBe(8);
+    expect((await cache.lookup(range(1, 14)))?.tokens).toBe(12);
     // Shorter than what is cached: only its own whole blocks, minus the token to run.
-    expect(cache.lookup(range(1, 7))?.tokens).toBe(4);
-    expect(cache.lookup(range(1, 5))).toBeUndefined();
+    expect((await cache.lookup(range(1, 7)))?.tokens).toBe(4);
+    expect(await cache.lookup(range(1, 5))).toBeUndefined();
   });
 
-  it('misses on another prefix and skips prompts under minTokens entirely', () => {
+  it('misses on another prefix and skips prompts under minTokens entirely', async () => {
     const cache = cacheOf({ minTokens: 6 });
     const prompt = range(1, 13);
-    cache.store(prompt, fakeState(prompt));
-    expect(cache.lookup([0, ...range(2, 13)])).toBeUndefined();
-    expect(cache.lookup(range(1, 6))).toBeUndefined();
-    cache.store(range(50, 55), fakeState(range(50, 55)));
+    await cache.store(prompt, fakeState(prompt));
+    expect(await cache.lookup([0, ...range(2, 13)])).toBeUndefined();
+    expect(await cache.lookup(range(1, 6))).toBeUndefined();
+    await cache.store(range(50, 55), fakeState(range(50, 55)));
     expect(cache.stats()).toMatchObject({ lookups: 1, hits: 0, blocks: 3 });
   });
 
-  it('stores only batches of one without padding', () => {
+  it('stores only batches of one without padding', async () => {
     const cache = cacheOf();
     const padded = { ...fakeState(range(1, 9)), realTokens: [7] };
-    cache.store(range(1, 9), padded);
+    await cache.store(range(1, 9), padded);
     expect(cache.stats().blocks).toBe(0);
   });
 
-  it('copies float16 caches bit for bit', () => {
+  it('copies float16 caches bit for bit', async () => {
     const cache = cacheOf({}, 'float16');
     const prompt = range(1, 10);
     const state = fakeState(prompt, 'float16');
-    cache.store(prompt, state);
-    const hit = cache.lookup(prompt);
+    await cache.store(prompt, state);
+    const hit = await cache.lookup(prompt);
     expect(hit?.tokens).toBe(8);
     hit?.state.past.forEach((tensor, t) => {
       expect(tensor.type).toBe('float16');
@@ -145,7 +145,7 @@ describe('PrefixCache bookkeeping', () => {
     });
   });
 
-  it('stays under maxBytes, evicting the least recently used records before a shared template', () => {
+  it('stays under maxBytes, evicting the least recently used records before a shared template', async () => {
     // One block: 2 tensors x 2 heads x 4 tokens x 3 dims x 4 bytes = 192 bytes; room for 5.
     const cache = cacheOf({ maxBytes: 5 * 192 });
     const template = range(1, 9); // two blocks
@@ -153,27 +153,27 @@ describe('PrefixCache bookkeeping', () => {
     for (let r = 1; r <= 6; r += 1) {
       const prompt = record(r);
       // Every request uses the template, as an enrichment route's do.
-      if (r > 1) expect(cache.lookup(prompt)?.tokens).toBe(8);
-      cache.store(prompt, fakeState(prompt));
+      if (r > 1) expect((await cache.lookup(prompt))?.tokens).toBe(8);
+      await cache.store(prompt, fakeState(prompt));
       expect(cache.stats().bytes).toBeLessThanOrEqual(5 * 192);
     }
     // The template and the three latest records survive; the oldest records went first.
-    expect(cache.lookup(record(6))?.tokens).toBe(12);
-    expect(cache.lookup(record(4))?.tokens).toBe(12);
-    expect(cache.lookup(record(1))?.tokens).toBe(8);
-    expect(cache.lookup(record(2))?.tokens).toBe(8);
+    expect((await cache.lookup(record(6)))?.tokens).toBe(12);
+    expect((await cache.lookup(record(4)))?.tokens).toBe(12);
+    expect((await cache.lookup(record(1)))?.tokens).toBe(8);
+    expect((await cache.lookup(record(2)))?.tokens).toBe(8);
     expect(cache.stats()).toMatchObject({ blocks: 5, bytes: 5 * 192, evictions: 3 });
   });
 
-  it('never stores a block it could not keep reachable, and maxBytes 0 stores nothing', () => {
+  it('never stores a block it could not keep reachable, and maxBytes 0 stores nothing', async () => {
     // Room for two blocks: a three-block prompt keeps its first two.
     const small = cacheOf({ maxBytes: 2 * 192 });
-    small.store(range(1, 13), fakeState(range(1, 13)));
+    await small.store(range(1, 13), fakeState(range(1, 13)));
     expect(small.stats().blocks).toBe(2);
-    expect(small.lookup(range(1, 14))?.tokens).toBe(8);
+    expect((await small.lookup(range(1, 14)))?.tokens).toBe(8);
     const off = cacheOf({ maxBytes: 0 });
-    off.store(range(1, 13), fakeState(range(1, 13)));
-    expect(off.lookup(range(1, 13))).toBeUndefined();
+    await off.store(range(1, 13), fakeState(range(1, 13)));
+    expect(await off.lookup(range(1, 13))).toBeUndefined();
     expect(off.stats()).toMatchObject({ lookups: 0, blocks: 0 });
   });
 
@@ -202,8 +202,12 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       compilePrefixCacheOptions({ blockTokens: 4, minTokens: 4, ...options }),
     );
   /** A sequence's cache after a hit of `prefix` tokens and a prefill of the rest of `tokens`. */
-  const afterHit = (tokens: readonly number[], prefix: number, cache: PrefixCache): KvState => {
-    const hit = cache.lookup(tokens);
+  const afterHit = async (
+    tokens: readonly number[],
+    prefix: number,
+    cache: PrefixCache,
+  ): Promise<KvState> => {
+    const hit = await cache.lookup(tokens);
     expect(hit?.tokens).toBe(prefix);
     const own = fakeState(tokens.slice(prefix));
     // The own columns' codes name their tokens, so where a block's columns came from shows.
@@ -212,12 +216,12 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     return { ...own, realTokens: [tokens.length], shared };
   };
 
-  it('hands a hit over as the shared prefix, the same object for every prompt reaching it', () => {
+  it('hands a hit over as the shared prefix, the same object for every prompt reaching it', async () => {
     const cache = sharedCache();
     const first = [...range(100, 110), 1, 2, 3];
-    cache.store(first, fakeState(first));
-    const a = cache.lookup([...range(100, 110), 7, 8, 9]);
-    const b = cache.lookup([...range(100, 110), 4, 5]);
+    await cache.store(first, fakeState(first));
+    const a = await cache.lookup([...range(100, 110), 7, 8, 9]);
+    const b = await cache.lookup([...range(100, 110), 4, 5]);
     expect(a?.tokens).toBe(8);
     expect(a?.state).toMatchObject({ batch: 1, pastLength: 0, realTokens: [8] });
     expect(a?.state.past.map((t) => t.dims)).toEqual([
@@ -236,21 +240,21 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     expect(cache.stats()).toMatchObject({ blocks: 3, bytes: 5 * 192 });
     // sharedInput false copies hits into the row's own past, as on an export without the input.
     const copying = sharedCache({ sharedInput: false });
-    copying.store(first, fakeState(first));
-    const copied = copying.lookup([...range(100, 110), 7, 8, 9]);
+    await copying.store(first, fakeState(first));
+    const copied = await copying.lookup([...range(100, 110), 7, 8, 9]);
     expect(copied?.state.shared).toBeUndefined();
     expect(copied?.state.pastLength).toBe(8);
   });
 
-  it('shares the prefix already handed out and copies deeper blocks into the row', () => {
+  it('shares the prefix already handed out and copies deeper blocks into the row', async () => {
     const cache = sharedCache();
     const template = range(1, 9);
     const first = [...template, 20, 21, 22, 23, 24, 25, 0];
-    cache.store(first, fakeState(first));
-    const shallow = cache.lookup([...template, 30, 31]);
+    await cache.store(first, fakeState(first));
+    const shallow = await cache.lookup([...template, 30, 31]);
     expect(shallow?.state.shared?.length).toBe(8);
     // Begins like `first` past the template: three blocks match, the template's two are shared.
-    const deep = cache.lookup([...template, 20, 21, 22, 23, 40]);
+    const deep = await cache.lookup([...template, 20, 21, 22, 23, 40]);
     expect(deep?.tokens).toBe(12);
     expect(deep?.state.shared).toBe(shallow?.state.shared);
     expect(deep?.state).toMatchObject({ pastLength: 4, realTokens: [12] });
@@ -263,21 +267,21 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     });
   });
 
-  it('copies a hit whose path ends where the trie does (it may still be growing)', () => {
+  it('copies a hit whose path ends where the trie does (it may still be growing)', async () => {
     const cache = sharedCache();
     const template = range(1, 9);
-    cache.store([...template, 0], fakeState([...template, 0]));
-    const hit = cache.lookup([...template, 50, 51]);
+    await cache.store([...template, 0], fakeState([...template, 0]));
+    const hit = await cache.lookup([...template, 50, 51]);
     expect(hit?.state.shared).toBeUndefined();
     expect(hit?.state.pastLength).toBe(8);
   });
 
-  it('finds the shared prefix a row without one can move onto (sharedFor, moveOntoPrefix)', () => {
+  it('finds the shared prefix a row without one can move onto (sharedFor, moveOntoPrefix)', async () => {
     const cache = sharedCache();
     const template = range(1, 9);
     const first = [...template, 20, 21, 22, 23, 0];
-    cache.store(first, fakeState(first));
-    const shared = cache.lookup([...template, 30, 31])?.state.shared;
+    await cache.store(first, fakeState(first));
+    const shared = (await cache.lookup([...template, 30, 31]))?.state.shared;
     expect(shared?.length).toBe(8);
     // A two-row left-padded batch: row 1 is `first`'s 13 tokens behind 2 padding columns.
     const other = fakeState(range(70, 85));
@@ -319,7 +323,7 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       cache.sharedFor(first, { ...fakeState(range(20, 25)), realTokens: [13], shared: found }, 0),
     ).toBeUndefined();
     const copying = sharedCache({ sharedInput: false });
-    copying.store(first, fakeState(first));
+    await copying.store(first, fakeState(first));
     expect(copying.sharedFor(first, fakeState(first), 0)).toBeUndefined();
     // And back: the prefix spliced in front of the row's own columns is the row as it was.
     const back = withoutPrefix(sharedLayout, moved, 0);
@@ -332,13 +336,16 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
     );
   });
 
-  it("stores the blocks after a shared prefix from the row's own columns", () => {
+  it("stores the blocks after a shared prefix from the row's own columns", async () => {
     const cache = sharedCache();
     const template = range(1, 9);
-    cache.store([...template, 90, 91, 92, 93, 0], fakeState([...template, 90, 91, 92, 93, 0]));
+    await cache.store(
+      [...template, 90, 91, 92, 93, 0],
+      fakeState([...template, 90, 91, 92, 93, 0]),
+    );
     const prompt = [...template, ...range(50, 59)];
-    cache.store(prompt, afterHit(prompt, 8, cache));
-    const hit = cache.lookup([...prompt, 99]);
+    await cache.store(prompt, await afterHit(prompt, 8, cache));
+    const hit = await cache.lookup([...prompt, 99]);
     expect(hit?.tokens).toBe(16);
     expect(hit?.state.shared?.length).toBe(8);
     // Blocks 2 and 3 came from the row's own columns (codes of tokens 50..57), not the template.
@@ -349,26 +356,33 @@ describe('PrefixCache on an export with a shared-prefix input', () => {
       expect(Array.from((tensor as Tensor).data as Float32Array)).toEqual(expected);
     });
     // A state whose own columns do not reach its real token count is padded: not stored.
-    const padded = { ...afterHit(prompt, 16, cache), realTokens: [17] };
+    const padded = { ...(await afterHit(prompt, 16, cache)), realTokens: [17] };
     const before = cache.stats().blocks;
-    cache.store([...prompt, 7, 7, 7, 7], padded);
+    await cache.store([...prompt, 7, 7, 7, 7], padded);
     expect(cache.stats().blocks).toBe(before);
   });
 
-  it('keeps an assembled prefix as long as its block, evicting leaves before it', () => {
+  it('keeps an assembled prefix as long as its block, evicting leaves before it', async () => {
     // Room for 6 blocks: 3 stored, the template's assembled prefix (2), then the records'.
     const cache = sharedCache({ maxBytes: 6 * 192 });
     const template = range(1, 9);
-    cache.store([...template, 90, 91, 92, 93, 0], fakeState([...template, 90, 91, 92, 93, 0]));
-    const shared = cache.lookup([...template, 5])?.state.shared;
+    await cache.store(
+      [...template, 90, 91, 92, 93, 0],
+      fakeState([...template, 90, 91, 92, 93, 0]),
+    );
+    const shared = (await cache.lookup([...template, 5]))?.state.shared;
     if (shared === undefined) throw new Error('no shared prefix');
     expect(cache.stats()).toMatchObject({ blocks: 3, bytes: 5 * 192 });
     for (const record of [60, 70, 80]) {
       const prompt = [...template, ...range(record, record + 4), 0];
-      cache.store(prompt, { ...fakeState(range(record, record + 5)), realTokens: [13], shared });
+      await cache.store(prompt, {
+        ...fakeState(range(record, record + 5)),
+        realTokens: [13],
+        shared,
+      });
       expect(cache.stats().bytes).toBeLessThanOrEqual(6 * 192);
       // Every record's lookup still gets the same prefix object.
-      expect(cache.lookup([...template, 7])?.state.shared).toBe(shared);
+      expect((await cache.lookup([...template, 7]))?.state.shared).toBe(shared);
     }
     expect(cache.stats()).toMatchObject({ blocks: 4, bytes: 6 * 192, evictions: 2 });
   });
@@ -414,7 +428,7 @@ describe('prefix cache on the tiny Llama: token-identical greedy output', () => 
     const gen = cached();
     const prompt = await gen.promptIds({ kind: 'text', text: TEMPLATE + RECORDS[0] }, undefined);
     await gen.generate(TEMPLATE + RECORDS[0], { maxNewTokens: 1 });
-    const hit = gen.prefixCache?.lookup(prompt);
+    const hit = await gen.prefixCache?.lookup(prompt);
     expect(hit?.tokens).toBe(Math.floor((prompt.length - 1) / 4) * 4);
     const direct = await runStep(model.session, gen.layout, emptyKvState(gen.layout, 1), {
       ids: [prompt.slice(0, hit?.tokens)],
