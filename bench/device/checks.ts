@@ -67,16 +67,20 @@ const pooling = {
   device_vs_cpu_max_abs_diff: worst(onDevice, cpuPath),
 };
 
+// 'auto' stages on a GPU, and falls back to JS memory (reported) where the session has no pinned
+// allocator; on CPU only a named 'staging' stages.
+const feedsFrom = cuda === null ? 'staging' : 'auto';
 const stagedBefore = stagingStats();
-const stagedVectors = await embed({ ...device, poolingOn: 'device', feedsFrom: 'staging' }, texts);
+const stagedVectors = await embed({ ...device, poolingOn: 'device', feedsFrom }, texts);
 const stagedAfter = stagingStats();
 const jsVectors = await embed({ ...device, poolingOn: 'device', feedsFrom: 'js' }, texts);
 const probe = createNativeSession(
   join(EMBED, 'model.onnx'),
-  compileRuntimeOptions({ ...device, feedsFrom: 'staging' }),
+  compileRuntimeOptions({ ...device, feedsFrom }),
 );
 const staging = {
-  memory: probe.stagingMemory(),
+  memory: probe.stagingMemory() ?? null,
+  fallback: probe.stagingProblem ?? null,
   staged_vs_js_max_abs_diff: worst(stagedVectors, jsVectors),
   buffers_allocated: stagedAfter.allocations - stagedBefore.allocations,
 };

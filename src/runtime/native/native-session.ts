@@ -31,7 +31,7 @@ import { OrtLibrary, type Pointer } from './ort-library.ts';
 import { createInputValue, readOutputValue, valueShape } from './ort-value.ts';
 import { describe, freeNames } from './session-metadata.ts';
 import { SessionSignature } from './session-signature.ts';
-import { StagingBuffers } from './staging-buffers.ts';
+import { StagingBuffers, stagingAllocator } from './staging-buffers.ts';
 import {
   memoryOf,
   stagingMemoryOf,
@@ -144,7 +144,9 @@ export class NativeSession implements OrtSession {
    */
   private readonly stagingFree: StagingBuffers[] = [];
   private readonly stagingMade: StagingBuffers[] = [];
-  private readonly stages: boolean;
+  private stages: boolean;
+  /** Why feeds are read from JS memory although the options chose staging ('auto' only). */
+  private stagingFallback: string | undefined;
 
   constructor(
     lib: OrtLibrary,
@@ -306,9 +308,21 @@ export class NativeSession implements OrtSession {
     const free = this.stagingFree.pop();
     if (free !== undefined) return free;
     const memory = stagingMemoryOf(this.lib, this.thread, sessionDevice(this.options));
-    const made = new StagingBuffers(this.lib, this.lib.out('CreateAllocator', this.open(), memory));
+    const required = this.options.feedsFrom === 'staging';
+    const opened = stagingAllocator(this.lib, this.open(), memory, required);
+    if ('problem' in opened) {
+      this.stages = false;
+      this.stagingFallback = opened.problem;
+      return undefined;
+    }
+    const made = new StagingBuffers(this.lib, opened.allocator);
     this.stagingMade.push(made);
     return made;
+  }
+
+  /** Why this session reads its feeds from JS memory although 'auto' chose staging, if it does. */
+  get stagingProblem(): string | undefined {
+    return this.stagingFallback;
   }
 
   /**

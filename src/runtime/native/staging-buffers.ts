@@ -4,7 +4,7 @@
 // the driver pins and fills on every call. Each input keeps its buffer from run to run and grows
 // it (doubling) only when a batch outgrows it, so a steady stream of batches allocates nothing.
 // On CPU the same code takes the session's CPU allocator: the twin that CI runs.
-import { FeedMismatchError } from '../../errors.ts';
+import { FeedMismatchError, OrtStatusError, ProviderUnavailableError } from '../../errors.ts';
 import type { Tensor } from '../tensor.ts';
 import { readCString, type OrtLibrary, type Pointer } from './ort-library.ts';
 import { ELEMENT_TYPES, type ElementType } from './ort-value.ts';
@@ -22,6 +22,32 @@ const counts = { allocations: 0, liveBuffers: 0, liveBytes: 0 };
 
 export function stagingStats(): { allocations: number; liveBuffers: number; liveBytes: number } {
   return { ...counts };
+}
+
+/**
+ * The session's allocator for `memory` (CreateAllocator's, which the buffers then own), or the
+ * reason there is none: a provider that keeps no allocator for that memory refuses the call. Staging
+ * chosen by default ('auto') then falls back to JS memory; staging the user asked for
+ * (`required`) fails as a ProviderUnavailableError naming runtime.feedsFrom.
+ */
+export function stagingAllocator(
+  lib: OrtLibrary,
+  session: Pointer,
+  memory: Pointer,
+  required: boolean,
+): { allocator: Pointer } | { problem: string } {
+  try {
+    return { allocator: lib.out('CreateAllocator', session, memory) };
+  } catch (err) {
+    if (!(err instanceof OrtStatusError)) throw err;
+    const name = readCString(lib.out('MemoryInfoGetName', memory));
+    const problem = `the session has no '${name}' allocator to stage feeds in (${err.message})`;
+    if (!required) return { problem };
+    throw new ProviderUnavailableError(
+      `${problem}; set runtime.feedsFrom to 'js' (or 'auto') to feed from JS memory`,
+      { cause: err, field: 'runtime.feedsFrom' },
+    );
+  }
 }
 
 export class StagingBuffers {

@@ -3,13 +3,14 @@
 // memory on every kind of run (plain, off the thread, linked, resident), a buffer per input kept
 // from run to run and grown only for a longer batch, and nothing left once the session goes.
 import { describe, expect, it } from 'vitest';
-import { FeedMismatchError } from '../../../src/errors.ts';
+import { FeedMismatchError, ProviderUnavailableError } from '../../../src/errors.ts';
 import { DataType, encodeModel } from '../../../src/runtime/graphs/onnx-model.ts';
 import {
   createNativeSession,
   type NativeSession,
 } from '../../../src/runtime/native/native-session.ts';
-import { stagingStats } from '../../../src/runtime/native/staging-buffers.ts';
+import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
+import { stagingAllocator, stagingStats } from '../../../src/runtime/native/staging-buffers.ts';
 import {
   compileRuntimeOptions,
   stagesFeeds,
@@ -179,5 +180,28 @@ describe('staging buffers (feedsFrom: staging, on the host allocator)', () => {
         expect(stagingStats().allocations).toBe(before.allocations);
       },
     );
+  });
+
+  it('falls back to JS memory where the session has no allocator for it, unless asked to stage', async () => {
+    // A CPU session keeps no 'CudaPinned' allocator: a GPU session without one is refused alike.
+    const lib = OrtLibrary.get();
+    const pinned = lib.out('CreateMemoryInfo', 'CudaPinned', 0, 0, -1);
+    try {
+      await withSessions(
+        () => [createNativeSession(BERT, fromJs)],
+        ([session]) => {
+          if (session === undefined) throw new Error('one session expected');
+          const chosen = stagingAllocator(lib, session.address, pinned, false);
+          expect('problem' in chosen && chosen.problem).toContain("no 'CudaPinned' allocator");
+          const err = thrownBy(ProviderUnavailableError, () =>
+            stagingAllocator(lib, session.address, pinned, true),
+          );
+          expect(err.field).toBe('runtime.feedsFrom');
+          expect(err.message).toContain("set runtime.feedsFrom to 'js'");
+        },
+      );
+    } finally {
+      lib.fn('ReleaseMemoryInfo')(pinned);
+    }
   });
 });
