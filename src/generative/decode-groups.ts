@@ -10,8 +10,11 @@
 // (k - 1) x P fewer token-rows than the same rows with the prefix spliced into each, so a prefix
 // keeps its rows apart when that exceeds runCostTokens (or when every row shares it); otherwise
 // its rows take the prefix back into their own columns and join the rest.
+// Rows are moved (assembled, onto and off a prefix) by the caller's RowMoves: kv-batch.ts's host
+// copies, or ResidentRows' graphs on the device where the decode cache stays resident.
 import {
   realSpan,
+  releaseResident,
   type KvLayout,
   type KvState,
   type SharedPrefix,
@@ -43,29 +46,64 @@ export interface GroupMember<S> {
 }
 
 /** A group before its cache is assembled: its rows and where each row's cache is now. */
-export interface GroupPlan<S> {
+interface GroupPlan<S> {
   rows: S[];
   refs: KvRowRef[];
 }
 
-/** The groups, assembled on the host (assembleRows). */
-export function formGroups<S>(
-  layout: KvLayout,
-  members: readonly GroupMember<S>[],
-  runCostTokens: number,
-): DecodeGroup<S>[] {
-  return planGroups(layout, members, runCostTokens).map(({ rows, refs }) => ({
-    rows,
-    state: assembleRows(layout, refs),
-  }));
+/**
+ * kv-batch.ts's row moves, where the cache lives: on the host (`hostRowMoves`), or on the
+ * device of a resident cache (ResidentRows). Each returns a new state that owns its tensors.
+ */
+export interface RowMoves {
+  assemble(rows: readonly KvRowRef[]): KvState | Promise<KvState>;
+  moveOntoPrefix(state: KvState, row: number, shared: SharedPrefix): KvState | Promise<KvState>;
+  withoutPrefix(state: KvState, row: number): KvState | Promise<KvState>;
 }
 
-/** The groups' rows and caches, for the caller to assemble where the cache lives. */
-export function planGroups<S>(
-  layout: KvLayout,
+export function hostRowMoves(layout: KvLayout): RowMoves {
+  return {
+    assemble: (rows) => assembleRows(layout, rows),
+    moveOntoPrefix: (state, row, shared) => moveOntoPrefix(layout, state, row, shared),
+    withoutPrefix: (state, row) => withoutPrefix(layout, state, row),
+  };
+}
+
+/**
+ * The groups, their caches assembled by `moves`. A row moved onto or off a shared prefix on the
+ * way is a state of its own, copied into its group's cache: it is freed here (resident), while
+ * the members' states stay the caller's to free.
+ */
+export async function formGroups<S>(
   members: readonly GroupMember<S>[],
   runCostTokens: number,
-): GroupPlan<S>[] {
+  moves: RowMoves,
+): Promise<DecodeGroup<S>[]> {
+  const moved: KvState[] = [];
+  const groups: DecodeGroup<S>[] = [];
+  try {
+    for (const { rows, refs } of await planGroups(members, runCostTokens, moves, moved))
+      groups.push({ rows, state: await moves.assemble(refs) });
+    return groups;
+  } catch (err) {
+    // The groups made before a move or an assembly failed are no one's.
+    releaseResident(groups.map((group) => group.state));
+    throw err;
+  } finally {
+    releaseResident(
+      moved,
+      groups.map((group) => group.state),
+    );
+  }
+}
+
+/** The groups' rows and caches; the states of rows it moved go into `moved`. */
+async function planGroups<S>(
+  members: readonly GroupMember<S>[],
+  runCostTokens: number,
+  moves: RowMoves,
+  moved: KvState[],
+): Promise<GroupPlan<S>[]> {
   const prefixOf = (m: GroupMember<S>): SharedPrefix | undefined =>
     m.ref.state.shared ?? m.candidate;
   const counts = new Map<SharedPrefix | undefined, number>();
@@ -80,9 +118,10 @@ export function planGroups<S>(
     const { state, row } = m.ref;
     let ref = m.ref;
     if (key !== undefined && state.shared === undefined)
-      ref = { state: moveOntoPrefix(layout, state, row, key), row: 0 };
+      ref = { state: await moves.moveOntoPrefix(state, row, key), row: 0 };
     else if (key === undefined && state.shared !== undefined)
-      ref = { state: withoutPrefix(layout, state, row), row: 0 };
+      ref = { state: await moves.withoutPrefix(state, row), row: 0 };
+    if (ref !== m.ref) moved.push(ref.state);
     const list = byPrefix.get(key);
     if (list === undefined) byPrefix.set(key, [{ seq: m.seq, ref }]);
     else list.push({ seq: m.seq, ref });

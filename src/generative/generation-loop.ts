@@ -26,11 +26,13 @@ import { NO_PREFIX_CACHE_STATS } from '../pipelines/generation/prefix-cache.ts';
 import { toPrompt, type TextGenerationPipeline } from '../pipelines/generation/text-generation.ts';
 import {
   defaultDecodeRunCost,
-  planGroups,
+  formGroups,
+  hostRowMoves,
   type DecodeGroup,
   type GroupMember,
+  type RowMoves,
 } from './decode-groups.ts';
-import { assembleRows, dropRows, type DroppedRows, type KvRowRef } from './kv-batch.ts';
+import { dropRows, type DroppedRows } from './kv-batch.ts';
 import { ResidentRows } from './resident-rows.ts';
 import { isResident } from '../runtime/session.ts';
 import type { LoopStats, SequenceEvent } from './protocol.ts';
@@ -55,6 +57,8 @@ export class GenerationLoop implements StepLoop {
   private readonly resident: boolean;
   /** The row moves of a resident cache, on its device. */
   private readonly residentRows: ResidentRows | undefined;
+  /** Where rows are moved: residentRows, or on the host. */
+  private readonly moves: RowMoves;
   /** Prefills leave their cache resident too (prefillsOnDevice); else they copy it to the host. */
   private readonly residentPrefills: boolean;
   /**
@@ -71,6 +75,7 @@ export class GenerationLoop implements StepLoop {
     this.residentRows = this.resident
       ? new ResidentRows(pipeline.model, pipeline.layout)
       : undefined;
+    this.moves = this.residentRows ?? hostRowMoves(pipeline.layout);
     this.scheduler = new Scheduler<Sequence>(limits);
     this.now = now;
     this.decodeText = (ids) => pipeline.decode(ids);
@@ -352,13 +357,11 @@ export class GenerationLoop implements StepLoop {
       ),
     );
     for (const seq of joining) if (seq.kv !== undefined) members.push(this.member(seq, seq.kv, 0));
-    const plans = planGroups(
-      this.pipeline.layout,
+    const groups = await formGroups(
       members,
       this.scheduler.limits.decodeRunCostTokens ?? defaultDecodeRunCost(this.pipeline.layout),
+      this.moves,
     );
-    const groups: DecodeGroup<Sequence>[] = [];
-    for (const { rows, refs } of plans) groups.push({ rows, state: await this.assemble(refs) });
     this.groups = groups;
     // The joiners' prefill caches were copied into the groups' (or onto a shared prefix).
     releaseResident(
@@ -366,12 +369,6 @@ export class GenerationLoop implements StepLoop {
       groups.map((group) => group.state),
     );
     for (const seq of joining) seq.kv = undefined;
-  }
-
-  private assemble(refs: readonly KvRowRef[]): Promise<KvState> | KvState {
-    return this.residentRows === undefined
-      ? assembleRows(this.pipeline.layout, refs)
-      : this.residentRows.assemble(refs);
   }
 
   /** A decode row, with the prefix cache's shared prefix of its prompt if it has none. */
@@ -399,7 +396,7 @@ export class GenerationLoop implements StepLoop {
     const rows = from.map((r) => group.rows[r] as Sequence);
     const longest = from.reduce((max, _, r) => Math.max(max, realSpan(state, r)), 0);
     if (longest * 8 >= state.pastLength * 7) return [{ rows, state }];
-    const trimmed = await this.assemble(rows.map((_, row) => ({ state, row })));
+    const trimmed = await this.moves.assemble(rows.map((_, row) => ({ state, row })));
     if (trimmed !== state) releaseResident([state], [trimmed]);
     return [{ rows, state: trimmed }];
   }

@@ -145,18 +145,36 @@ export function moveOntoPrefix(
   row: number,
   shared: SharedPrefix,
 ): KvState {
+  const moved = movedOntoPrefix(state, row, shared);
+  return {
+    ...moved.state,
+    past: copyColumns(layout, state, row, moved.skip, moved.state.pastLength),
+  };
+}
+
+/**
+ * What moveOntoPrefix makes, whatever holds the cache: the batch of one without `past`, which
+ * holds the row's columns [skip, state.pastLength).
+ */
+export function movedOntoPrefix(
+  state: KvState,
+  row: number,
+  shared: SharedPrefix,
+): { skip: number; state: Omit<KvState, 'past'> } {
   const span = realSpan(state, row);
   const own = span - shared.length;
   if (state.shared !== undefined || own < 0)
     throw new InferenceError('a row moves onto a shared prefix only from a cache without one');
   const skip = state.pastLength - own;
   return {
-    batch: 1,
-    shared,
-    past: copyColumns(layout, state, row, skip, own),
-    pastLength: own,
-    attentionMask: [(state.attentionMask[row] ?? []).slice(skip)],
-    realTokens: [state.realTokens[row] ?? 0],
+    skip,
+    state: {
+      batch: 1,
+      shared,
+      pastLength: own,
+      attentionMask: [(state.attentionMask[row] ?? []).slice(skip)],
+      realTokens: [state.realTokens[row] ?? 0],
+    },
   };
 }
 
@@ -164,8 +182,9 @@ export function moveOntoPrefix(
 export function withoutPrefix(layout: KvLayout, state: KvState, row: number): KvState {
   const shared = state.shared;
   if (shared === undefined) return assembleRows(layout, [{ state, row }]);
-  const span = realSpan(state, row);
-  const length = shared.length + span;
+  const moved = movedOffPrefix(state, row);
+  const { span } = moved;
+  const length = moved.state.pastLength;
   const { kvHeads: heads, headDim: dim } = layout;
   const past = layout.pastNames.map((name, t) => {
     const out = allocateCache(layout.dtype, heads * length * dim);
@@ -182,12 +201,27 @@ export function withoutPrefix(layout: KvLayout, state: KvState, row: number): Kv
     }
     return new Tensor(layout.dtype, out, [1, heads, length, dim]);
   });
+  return { ...moved.state, past };
+}
+
+/**
+ * What withoutPrefix makes of a row of a state on a shared prefix, whatever holds the cache: the
+ * batch of one without `past`, which holds the prefix's columns, then the row's last `span`.
+ */
+export function movedOffPrefix(
+  state: KvState,
+  row: number,
+): { span: number; state: Omit<KvState, 'past'> } {
+  const span = realSpan(state, row);
+  const length = (state.shared?.length ?? 0) + span;
   return {
-    batch: 1,
-    past,
-    pastLength: length,
-    attentionMask: [Array.from({ length }, () => 1)],
-    realTokens: [state.realTokens[row] ?? 0],
+    span,
+    state: {
+      batch: 1,
+      pastLength: length,
+      attentionMask: [Array.from({ length }, () => 1)],
+      realTokens: [state.realTokens[row] ?? 0],
+    },
   };
 }
 

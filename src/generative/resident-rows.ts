@@ -3,10 +3,13 @@
 // the model's device, so that rows joining or leaving do not bring the cache to the host. The new
 // batch's padding columns may hold a source's padding instead of zeros; the attention mask hides
 // them either way (kv-cache.ts), and greedy tokens are the host path's
-// (test/parity/smollm2-resident-kv.test.ts).
+// (test/parity/smollm2-resident-kv.test.ts). Rows move onto a shared prefix and off it the same
+// way (moveOntoPrefix, withoutPrefix): a window of the row's columns, joined after the prefix's
+// columns by the prefix cache's columns graph when the row takes it back.
 import { InferenceError } from '../errors.ts';
-import type { KvLayout, KvState } from '../pipelines/generation/kv-cache.ts';
+import type { KvLayout, KvState, SharedPrefix } from '../pipelines/generation/kv-cache.ts';
 import type { KvTensor } from '../pipelines/generation/kv-dtype.ts';
+import { joinColumns } from '../pipelines/generation/prefix-blocks.ts';
 import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
 import {
   JOIN_ORDER,
@@ -24,9 +27,12 @@ import {
   type ResidentFeeds,
   type ResidentTensor,
 } from '../runtime/session.ts';
-import { assembledRows, type KvRowRef } from './kv-batch.ts';
+import type { RowMoves } from './decode-groups.ts';
+import { assembledRows, movedOffPrefix, movedOntoPrefix, type KvRowRef } from './kv-batch.ts';
 
-export class ResidentRows {
+const NEEDS = 'resident row moves';
+
+export class ResidentRows implements RowMoves {
   private readonly model: LoadedModel;
   private readonly layout: KvLayout;
 
@@ -78,7 +84,30 @@ export class ResidentRows {
       );
       return { ...batch.state, past: await this.join(windows, order) };
     } finally {
-      for (const window of windows) for (const t of window) (t as ResidentTensor).release();
+      for (const window of windows) release(window);
+    }
+  }
+
+  /** moveOntoPrefix on the device: the row's columns after the prefix, a batch of one on it. */
+  async moveOntoPrefix(state: KvState, row: number, shared: SharedPrefix): Promise<KvState> {
+    const moved = movedOntoPrefix(state, row, shared);
+    const past = await this.window(state, [row], moved.skip, state.pastLength, 0);
+    return { ...moved.state, past };
+  }
+
+  /** withoutPrefix on the device: the prefix's columns, then the row's real span. */
+  async withoutPrefix(state: KvState, row: number): Promise<KvState> {
+    const shared = state.shared;
+    if (shared === undefined) return this.assemble([{ state, row }]);
+    const moved = movedOffPrefix(state, row);
+    const start = state.pastLength - moved.span;
+    const window = await this.window(state, [row], start, state.pastLength, 0);
+    try {
+      // The prefix stays the prefix cache's (or the loop's): the join copies its columns.
+      const past = await joinColumns(this.model, this.layout, [shared.past, window], NEEDS);
+      return { ...moved.state, past };
+    } finally {
+      release(window);
     }
   }
 
@@ -121,6 +150,11 @@ export class ResidentRows {
     feeds: ResidentFeeds,
     outputs: readonly string[],
   ): Promise<KvTensor[]> {
-    return runAllResident(session, feeds, outputs, 'resident row moves');
+    return runAllResident(session, feeds, outputs, NEEDS);
   }
+}
+
+/** Frees the values a move made on the way. */
+function release(tensors: readonly KvTensor[]): void {
+  for (const t of tensors) (t as ResidentTensor).release();
 }

@@ -170,6 +170,8 @@ describe(
         // Idle, the prefix cache's blocks (and its shared prefixes) are still resident, its own;
         // the loop's close frees them with anything else it holds.
         expect(residentStats().live).toBeGreaterThan(before.live);
+        // Rows moved onto and off shared prefixes on the device (ResidentRows), not the host.
+        expect(residentStats().hostCopies).toBe(before.hostCopies);
         await loop.close();
         expect(residentStats().live).toBe(before.live);
       },

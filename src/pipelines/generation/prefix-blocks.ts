@@ -110,21 +110,33 @@ export class ResidentPrefixBlocks implements PrefixBlocks {
     return runAllResident(session, feeds, outputs, NEEDS);
   }
 
-  async join(blocks: readonly BlockColumns[]): Promise<KvTensor[]> {
-    const { length: count } = this.layout.pastNames;
-    const parts = blocks.length;
-    // One graph per number of blocks, as the join graph has one per number of sources.
-    const session = await this.model.helper(
-      `kv-columns-${count}x${parts}-${this.layout.dtype}`,
-      () => columnsGraph(count, parts, this.layout.dtype),
-    );
-    const feeds: ResidentFeeds = {};
-    blocks.forEach((block, p) => block.forEach((t, i) => (feeds[columnsInput(p, i)] = t)));
-    const outputs = Array.from({ length: count }, (_, i) => columnsOutput(i));
-    return runAllResident(session, feeds, outputs, NEEDS);
+  join(blocks: readonly BlockColumns[]): Promise<KvTensor[]> {
+    return joinColumns(this.model, this.layout, blocks, NEEDS);
   }
 
   release(tensors: readonly KvTensor[]): void {
     for (const t of tensors) if (isResident(t)) t.release();
   }
+}
+
+/**
+ * Batch-of-one caches (one tensor per cache tensor of the layout each) side by side on the column
+ * axis, in order, by the columns graph on the model's device: a hit's blocks, or a shared prefix
+ * and a row's own columns (ResidentRows.withoutPrefix). `needs` names what asked, for errors.
+ */
+export async function joinColumns(
+  model: LoadedModel,
+  layout: KvLayout,
+  parts: readonly (readonly KvTensor[])[],
+  needs: string,
+): Promise<KvTensor[]> {
+  const { length: count } = layout.pastNames;
+  // One graph per number of parts, as the join graph has one per number of sources.
+  const session = await model.helper(`kv-columns-${count}x${parts.length}-${layout.dtype}`, () =>
+    columnsGraph(count, parts.length, layout.dtype),
+  );
+  const feeds: ResidentFeeds = {};
+  parts.forEach((part, p) => part.forEach((t, i) => (feeds[columnsInput(p, i)] = t)));
+  const outputs = Array.from({ length: count }, (_, i) => columnsOutput(i));
+  return runAllResident(session, feeds, outputs, needs);
 }

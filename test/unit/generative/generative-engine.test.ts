@@ -16,7 +16,12 @@ import {
 import { GenerativeEngine } from '../../../src/generative/generative-engine.ts';
 import type { StreamEvent } from '../../../src/generative/generation-stream.ts';
 import { Tensor } from 'onnxruntime-node';
-import { cutPoints, formGroups, type GroupMember } from '../../../src/generative/decode-groups.ts';
+import {
+  cutPoints,
+  formGroups,
+  hostRowMoves,
+  type GroupMember,
+} from '../../../src/generative/decode-groups.ts';
 import { dropRows } from '../../../src/generative/kv-batch.ts';
 import type {
   KvLayout,
@@ -390,7 +395,7 @@ describe('decode groups', () => {
     ...(candidate === undefined ? {} : { candidate }),
   });
 
-  it('keeps a shared prefix apart only when the copies it saves beat a run', () => {
+  it('keeps a shared prefix apart only when the copies it saves beat a run', async () => {
     const big = prefix(300);
     const small = prefix(40);
     const members = [
@@ -402,7 +407,8 @@ describe('decode groups', () => {
       member(4, rowState(25, small)),
       member(5, rowState(50)),
     ];
-    const groups = formGroups(layout, members, 100);
+    const moves = hostRowMoves(layout);
+    const groups = await formGroups(members, 100, moves);
     const byRows = new Map(groups.map((g) => [g.rows.join(','), g.state]));
     // 3 rows x 300: (3 - 1) x 300 > 100, kept; 2 rows x 40: 40 < 100, spliced back into the rows.
     // Each group's rows in ascending order of their own spans.
@@ -428,11 +434,11 @@ describe('decode groups', () => {
       range(310, 0).slice(300),
     );
     // At a run cost above what the big prefix saves, every row takes its prefix back.
-    const one = formGroups(layout, members, 1e9);
+    const one = await formGroups(members, 1e9, moves);
     expect(one).toHaveLength(1);
     expect(one[0]?.state.shared).toBeUndefined();
     // Unless every row shares the one prefix: then nothing is copied.
-    const all = formGroups(layout, members.slice(0, 2), 1e9);
+    const all = await formGroups(members.slice(0, 2), 1e9, moves);
     expect(all[0]?.state.shared).toBe(big);
   });
 });

@@ -2,11 +2,21 @@
 // way): a run's output kept as an OrtValue, fed to a later run as it is, copied to the host on
 // demand (directly, or through the copy graph a GPU session uses), and freed. Then the decode
 // batch's row moves on resident caches (src/generative/resident-rows.ts) against kv-batch.ts's host
-// ones: the same rows, real spans and masks.
+// ones: the same rows, real spans and masks, and the same columns onto and off a shared prefix.
 import { afterAll, describe, expect, it } from 'vitest';
-import { assembleRows, dropRows, type KvRowRef } from '../../../src/generative/kv-batch.ts';
+import {
+  assembleRows,
+  dropRows,
+  moveOntoPrefix,
+  withoutPrefix,
+  type KvRowRef,
+} from '../../../src/generative/kv-batch.ts';
 import { ResidentRows } from '../../../src/generative/resident-rows.ts';
-import type { KvLayout, KvState } from '../../../src/pipelines/generation/kv-cache.ts';
+import type {
+  KvLayout,
+  KvState,
+  SharedPrefix,
+} from '../../../src/pipelines/generation/kv-cache.ts';
 import type { LoadedModel } from '../../../src/pipelines/runtime/model-store.ts';
 import { DataType, encodeModel } from '../../../src/runtime/graphs/onnx-model.ts';
 import {
@@ -180,7 +190,8 @@ describe('row moves on a resident cache', () => {
     });
   }
 
-  const hostOf = (s: KvState): Tensor[] => s.past.map((t) => (isResident(t) ? t.toHost() : t));
+  const hostOf = (s: Pick<KvState, 'past'>): Tensor[] =>
+    s.past.map((t) => (isResident(t) ? t.toHost() : t));
 
   it('assemble rows from several states as assembleRows does', async () => {
     const a = state(1, [5, 2, 7], 7);
@@ -222,6 +233,75 @@ describe('row moves on a resident cache', () => {
       );
     } finally {
       for (const t of device.past) (t as ResidentTensor).release();
+    }
+  });
+
+  /** A shared prefix of `length` columns, resident (as the prefix cache's are). */
+  async function prefix(seed: number, length: number): Promise<SharedPrefix> {
+    const { past } = await rows.assemble([{ state: state(seed, [length], length), row: 0 }]);
+    return { past, length };
+  }
+  const all = (tensors: readonly Tensor[]): number[][] =>
+    tensors.map((t) => Array.from(t.data as Float32Array));
+  const release = (s: Pick<KvState, 'past'>): void => {
+    for (const t of s.past) (t as ResidentTensor).release();
+  };
+
+  it('move a row onto a shared prefix as moveOntoPrefix does, on the device', async () => {
+    const shared = await prefix(6, 3);
+    // Row 0: 7 real columns of 9, the first 3 the prefix's; row 1: exactly the prefix's.
+    const source = state(5, [7, 3, 9], 9);
+    const before = residentStats();
+    const onto = await rows.moveOntoPrefix(source, 0, shared);
+    const empty = await rows.moveOntoPrefix(source, 1, shared);
+    try {
+      // Each made its batch of one and nothing else, without a copy to the host.
+      expect(residentStats().live).toBe(before.live + 2 * layout.pastNames.length);
+      expect(residentStats().hostCopies).toBe(before.hostCopies);
+      for (const [device, row] of [
+        [onto, 0],
+        [empty, 1],
+      ] as const) {
+        const host = moveOntoPrefix(layout, source, row, shared);
+        expect(device.past.every(isResident)).toBe(true);
+        expect(device.shared).toBe(shared);
+        expect({ ...device, past: [] }).toEqual({ ...host, past: [] });
+        expect(device.past.map((t) => t.dims)).toEqual(host.past.map((t) => t.dims));
+        expect(all(hostOf(device))).toEqual(all(hostOf(host)));
+      }
+      expect(onto.pastLength).toBe(4);
+      expect(empty.pastLength).toBe(0);
+      // A prefix longer than the row's real span is not the row's.
+      await expect(rows.moveOntoPrefix(source, 1, { past: [], length: 4 })).rejects.toThrow(
+        /only from a cache without one/,
+      );
+    } finally {
+      for (const s of [onto, empty, shared]) release(s);
+    }
+  });
+
+  it('take a shared prefix back into a row as withoutPrefix does, on the device', async () => {
+    const shared = await prefix(8, 4);
+    // Two rows on the prefix, left-padded: row 0 holds 2 columns of its own, row 1 all 5.
+    const source: KvState = { ...state(9, [2, 5], 5), shared };
+    const before = residentStats();
+    const device = await rows.withoutPrefix(source, 0);
+    try {
+      // The window it cut was freed; the prefix is the prefix cache's and stays.
+      expect(residentStats().live).toBe(before.live + layout.pastNames.length);
+      expect(residentStats().hostCopies).toBe(before.hostCopies);
+      const host = withoutPrefix(layout, source, 0);
+      expect(device.shared).toBeUndefined();
+      expect(device.pastLength).toBe(6);
+      expect({ ...device, past: [] }).toEqual({ ...host, past: [] });
+      expect(device.past.map((t) => t.dims)).toEqual([
+        [1, 2, 6, 3],
+        [1, 2, 6, 3],
+      ]);
+      expect(all(hostOf(device))).toEqual(all(hostOf(host)));
+      expect(all(hostOf(shared))).toEqual(all(state(8, [4], 4).past as Tensor[]));
+    } finally {
+      for (const s of [device, shared]) release(s);
     }
   });
 });
