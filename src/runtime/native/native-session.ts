@@ -180,9 +180,12 @@ export class NativeSession implements OrtSession {
       releaseHandle(lib, handle, share);
       throw err;
     }
+    // The array, not the session: the finalizer must not keep the session reachable.
+    const staging = this.stagingMade;
     finalizer.register(
       this,
       () => {
+        for (const buffers of staging) buffers.release();
         freeNames(lib, thread.allocator, names);
         releaseHandle(lib, handle, share);
       },
