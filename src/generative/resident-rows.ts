@@ -9,7 +9,7 @@
 import { InferenceError } from '../errors.ts';
 import type { KvLayout, KvState, SharedPrefix } from '../pipelines/generation/kv-cache.ts';
 import type { KvTensor } from '../pipelines/generation/kv-dtype.ts';
-import { joinColumns } from '../pipelines/generation/prefix-blocks.ts';
+import { joinColumns, windowColumns } from '../pipelines/generation/prefix-blocks.ts';
 import type { LoadedModel } from '../pipelines/runtime/model-store.ts';
 import {
   JOIN_ORDER,
@@ -17,16 +17,8 @@ import {
   joinGraph,
   joinInput,
   joinOutput,
-  windowFeeds,
-  windowGraph,
-  windowOutput,
 } from '../runtime/graphs/kv-rows-graph.ts';
-import {
-  runAllResident,
-  type OrtSession,
-  type ResidentFeeds,
-  type ResidentTensor,
-} from '../runtime/session.ts';
+import { runAllResident, type ResidentFeeds, type ResidentTensor } from '../runtime/session.ts';
 import type { RowMoves } from './decode-groups.ts';
 import { assembledRows, movedOffPrefix, movedOntoPrefix, type KvRowRef } from './kv-batch.ts';
 
@@ -111,19 +103,15 @@ export class ResidentRows implements RowMoves {
     }
   }
 
-  private async window(
+  private window(
     state: KvState,
     rows: readonly number[],
     start: number,
     end: number,
     leftPad: number,
   ): Promise<KvTensor[]> {
-    const count = this.layout.pastNames.length;
-    const session = await this.helper(`kv-window-${count}-${this.layout.dtype}`, () =>
-      windowGraph(count, this.layout.dtype),
-    );
-    const outputs = Array.from({ length: count }, (_, i) => windowOutput(i));
-    return this.runResident(session, windowFeeds(state.past, rows, start, end, leftPad), outputs);
+    const columns = { start, end, leftPad };
+    return windowColumns(this.model, this.layout, state.past, rows, columns, NEEDS);
   }
 
   private async join(
@@ -132,24 +120,13 @@ export class ResidentRows implements RowMoves {
   ): Promise<KvTensor[]> {
     const count = this.layout.pastNames.length;
     const sources = windows.length;
-    const session = await this.helper(`kv-join-${count}x${sources}-${this.layout.dtype}`, () =>
-      joinGraph(count, sources, this.layout.dtype),
+    const session = await this.model.helper(
+      `kv-join-${count}x${sources}-${this.layout.dtype}`,
+      () => joinGraph(count, sources, this.layout.dtype),
     );
     const feeds: ResidentFeeds = { [JOIN_ORDER]: int64Tensor(order) };
     windows.forEach((window, s) => window.forEach((t, i) => (feeds[joinInput(s, i)] = t)));
     const outputs = Array.from({ length: count }, (_, i) => joinOutput(i));
-    return this.runResident(session, feeds, outputs);
-  }
-
-  private helper(name: string, bytes: () => Uint8Array): Promise<OrtSession> {
-    return this.model.helper(name, bytes);
-  }
-
-  private runResident(
-    session: OrtSession,
-    feeds: ResidentFeeds,
-    outputs: readonly string[],
-  ): Promise<KvTensor[]> {
     return runAllResident(session, feeds, outputs, NEEDS);
   }
 }

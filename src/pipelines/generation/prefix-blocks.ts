@@ -100,14 +100,9 @@ export class ResidentPrefixBlocks implements PrefixBlocks {
     _capacity: number,
     column: number,
   ): Promise<BlockColumns> {
-    const { length: count } = this.layout.pastNames;
-    // The window graph of the decode batch's row moves, on row 0 and the block's columns.
-    const session = await this.model.helper(`kv-window-${count}-${this.layout.dtype}`, () =>
-      windowGraph(count, this.layout.dtype),
-    );
-    const feeds = windowFeeds(tensors, [0], column, column + this.blockTokens, 0);
-    const outputs = Array.from({ length: count }, (_, i) => windowOutput(i));
-    return runAllResident(session, feeds, outputs, NEEDS);
+    // The window of the decode batch's row moves, on row 0 and the block's columns.
+    const columns = { start: column, end: column + this.blockTokens, leftPad: 0 };
+    return windowColumns(this.model, this.layout, tensors, [0], columns, NEEDS);
   }
 
   join(blocks: readonly BlockColumns[]): Promise<KvTensor[]> {
@@ -117,6 +112,26 @@ export class ResidentPrefixBlocks implements PrefixBlocks {
   release(tensors: readonly KvTensor[]): void {
     for (const t of tensors) if (isResident(t)) t.release();
   }
+}
+
+/**
+ * Rows `rows` of cache tensors, columns [start, end), `leftPad` zero columns added on the left, by
+ * the window graph on the model's device (kv-rows-graph.ts). `needs` names what asked, for errors.
+ */
+export async function windowColumns(
+  model: LoadedModel,
+  layout: KvLayout,
+  tensors: readonly KvTensor[],
+  rows: readonly number[],
+  { start, end, leftPad }: { start: number; end: number; leftPad: number },
+  needs: string,
+): Promise<KvTensor[]> {
+  const { length: count } = layout.pastNames;
+  const session = await model.helper(`kv-window-${count}-${layout.dtype}`, () =>
+    windowGraph(count, layout.dtype),
+  );
+  const outputs = Array.from({ length: count }, (_, i) => windowOutput(i));
+  return runAllResident(session, windowFeeds(tensors, rows, start, end, leftPad), outputs, needs);
 }
 
 /**

@@ -6,7 +6,8 @@ import { FeedMismatchError } from '../../errors.ts';
 import type { Outputs } from '../session.ts';
 import type { Tensor } from '../tensor.ts';
 import type { OrtLibrary, Pointer } from './ort-library.ts';
-import { createInputValue, readOutputValue } from './ort-value.ts';
+import { readOutputValue } from './ort-value.ts';
+import { feedValue, type StagingBuffers } from './staging-buffers.ts';
 
 interface BindingThread {
   allocator: Pointer;
@@ -39,12 +40,13 @@ export class IoBinding {
     this.handle = lib.out('CreateIoBinding', session);
   }
 
-  bindInput(name: string, tensor: Tensor): void {
+  /** Binds `tensor` over its own memory, or over a copy in `staging`'s buffer when it takes it. */
+  bindInput(name: string, tensor: Tensor, staging?: StagingBuffers): void {
     if (!this.isInput(name))
       throw new FeedMismatchError(`${this.onnxPath}: '${name}' is not an input of the model`, {
         field: name,
       });
-    this.bindTensor('BindInput', name, tensor);
+    this.bindTensor('BindInput', name, tensor, staging);
   }
 
   /** An OrtValue the caller owns (another run's output), bound as input `name` as it is. */
@@ -61,10 +63,17 @@ export class IoBinding {
     this.bindTensor('BindOutput', name, tensor);
   }
 
-  /** An OrtValue over `tensor`'s memory, held (with the tensor) until it is bound anew or dropped. */
-  private bindTensor(call: 'BindInput' | 'BindOutput', name: string, tensor: Tensor): void {
-    const { cpuMemory, allocator } = this.thread;
-    const value = createInputValue(this.lib, cpuMemory, allocator, tensor, name);
+  /**
+   * An OrtValue over `tensor`'s memory (or its staged copy), held with the tensor until it is
+   * bound anew or dropped.
+   */
+  private bindTensor(
+    call: 'BindInput' | 'BindOutput',
+    name: string,
+    tensor: Tensor,
+    staging?: StagingBuffers,
+  ): void {
+    const value = feedValue(this.lib, this.thread, tensor, name, staging);
     this.keep(`${call}:${name}`, value, tensor);
     this.lib.call(call, this.open(), name, value);
   }

@@ -28,10 +28,10 @@ import type { Tensor } from '../tensor.ts';
 import { IoBinding, releaseValues } from './io-binding.ts';
 import { createSessionOptions } from './native-session-options.ts';
 import { OrtLibrary, type Pointer } from './ort-library.ts';
-import { createInputValue, readOutputValue, valueShape } from './ort-value.ts';
+import { readOutputValue, valueShape } from './ort-value.ts';
 import { describe, freeNames } from './session-metadata.ts';
 import { SessionSignature } from './session-signature.ts';
-import { StagingBuffers, stagingAllocator } from './staging-buffers.ts';
+import { feedValue, StagingPool, type StagingBuffers } from './staging-buffers.ts';
 import {
   memoryOf,
   stagingMemoryOf,
@@ -138,15 +138,8 @@ export class NativeSession implements OrtSession {
   private readonly runsOffThread: boolean;
   /** Runs under way on libuv's pool, which release() waits out. */
   private readonly running = new Set<Promise<unknown>>();
-  /**
-   * Staging buffers not in use by a run (runtime.feedsFrom), and all made: one set per run under
-   * way at once, since each input's buffer is rewritten by the next run that takes the set.
-   */
-  private readonly stagingFree: StagingBuffers[] = [];
-  private readonly stagingMade: StagingBuffers[] = [];
-  private stages: boolean;
-  /** Why feeds are read from JS memory although the options chose staging ('auto' only). */
-  private stagingFallback: string | undefined;
+  /** Where runs stage their host feeds (runtime.feedsFrom); undefined: from JS memory. */
+  private readonly staging: StagingPool | undefined;
 
   constructor(
     lib: OrtLibrary,
@@ -158,7 +151,6 @@ export class NativeSession implements OrtSession {
   ) {
     this.lib = lib;
     this.runsOffThread = place.runsOffThread ?? false;
-    this.stages = stagesFeeds(place.options);
     this.memory = place.memory;
     this.options = place.options;
     this.thread = thread;
@@ -180,12 +172,19 @@ export class NativeSession implements OrtSession {
       releaseHandle(lib, handle, share);
       throw err;
     }
-    // The array, not the session: the finalizer must not keep the session reachable.
-    const staging = this.stagingMade;
+    const staging = stagesFeeds(place.options)
+      ? new StagingPool(
+          lib,
+          handle,
+          stagingMemoryOf(lib, thread, sessionDevice(place.options)),
+          place.options.feedsFrom === 'staging',
+        )
+      : undefined;
+    this.staging = staging;
     finalizer.register(
       this,
       () => {
-        for (const buffers of staging) buffers.release();
+        staging?.release();
         freeNames(lib, thread.allocator, names);
         releaseHandle(lib, handle, share);
       },
@@ -258,12 +257,12 @@ export class NativeSession implements OrtSession {
     const inputNames = new BigUint64Array(entries.length);
     const inputValues = new BigUint64Array(entries.length);
     const outputValues = new BigUint64Array(outputNames.length);
-    const staging = this.takeStaging();
+    const staging = this.staging?.take();
     const run: PreparedRun = { outputNames, inputValues, outputValues, args: [], staging };
     try {
       entries.forEach(([name, pointer, tensor], i) => {
         inputNames[i] = pointer;
-        inputValues[i] = this.inputValue(staging, name, tensor);
+        inputValues[i] = feedValue(this.lib, this.thread, tensor, name, staging);
       });
     } catch (err) {
       this.releaseRun(run);
@@ -295,37 +294,12 @@ export class NativeSession implements OrtSession {
     const release = this.lib.fn('ReleaseValue');
     for (const value of inputValues) if (value !== 0n) release(value);
     for (const value of outputValues) if (value !== 0n) release(value);
-    if (staging !== undefined) this.stagingFree.push(staging);
-  }
-
-  /** An OrtValue for a host feed: over a staged copy when the session stages, else its memory. */
-  private inputValue(staging: StagingBuffers | undefined, name: string, tensor: Tensor): Pointer {
-    if (staging !== undefined && StagingBuffers.takes(tensor))
-      return staging.valueFor(name, tensor);
-    return createInputValue(this.lib, this.thread.cpuMemory, this.thread.allocator, tensor, name);
-  }
-
-  /** A free set of staging buffers (a new one when every set is in a run), or none. */
-  private takeStaging(): StagingBuffers | undefined {
-    if (!this.stages) return undefined;
-    const free = this.stagingFree.pop();
-    if (free !== undefined) return free;
-    const memory = stagingMemoryOf(this.lib, this.thread, sessionDevice(this.options));
-    const required = this.options.feedsFrom === 'staging';
-    const opened = stagingAllocator(this.lib, this.open(), memory, required);
-    if ('problem' in opened) {
-      this.stages = false;
-      this.stagingFallback = opened.problem;
-      return undefined;
-    }
-    const made = new StagingBuffers(this.lib, opened.allocator);
-    this.stagingMade.push(made);
-    return made;
+    this.staging?.give(staging);
   }
 
   /** Why this session reads its feeds from JS memory although 'auto' chose staging, if it does. */
   get stagingProblem(): string | undefined {
-    return this.stagingFallback;
+    return this.staging?.problem;
   }
 
   /**
@@ -333,36 +307,19 @@ export class NativeSession implements OrtSession {
    * the host), or undefined when it reads them from JS memory.
    */
   stagingMemory(): string | undefined {
-    const staging = this.takeStaging();
-    if (staging === undefined) return undefined;
-    this.stagingFree.push(staging);
-    return staging.memoryName();
+    return this.staging?.memoryName();
   }
 
-  /**
-   * Binds host feeds to `binding` (staged when the session stages) and resident ones as they are;
-   * returns the values made here, which the caller releases after the run.
-   */
+  /** Binds host feeds to `binding` (staged when `staging` is given) and resident ones as they are. */
   private bindFeeds(
     binding: IoBinding,
     feeds: ResidentFeeds,
     staging: StagingBuffers | undefined,
-  ): Pointer[] {
-    const made: Pointer[] = [];
-    try {
-      for (const [name, , tensor] of this.signature.feeds(feeds)) {
-        if (isResident(tensor)) {
-          binding.bindInputValue(name, residentPointer(tensor, name));
-        } else if (staging !== undefined && StagingBuffers.takes(tensor)) {
-          made.push(staging.valueFor(name, tensor));
-          binding.bindInputValue(name, made[made.length - 1] as Pointer);
-        } else binding.bindInput(name, tensor);
-      }
-    } catch (err) {
-      releaseList(this.lib, made);
-      throw err;
+  ): void {
+    for (const [name, , tensor] of this.signature.feeds(feeds)) {
+      if (isResident(tensor)) binding.bindInputValue(name, residentPointer(tensor, name));
+      else binding.bindInput(name, tensor, staging);
     }
-    return made;
   }
 
   private runError(err: unknown): unknown {
@@ -385,11 +342,10 @@ export class NativeSession implements OrtSession {
     next.signature.feeds({ ...nextFeeds }, new Set(Object.keys(link)));
     const first = this.ioBinding();
     const second = next.ioBinding();
-    const staging = this.takeStaging();
+    const staging = this.staging?.take();
     let values = new Map<string, Pointer>();
-    let staged: Pointer[] = [];
     try {
-      staged = this.bindFeeds(first, feeds, staging);
+      this.bindFeeds(first, feeds, staging);
       for (const name of produced) first.bindOutputToDevice(name, this.memory);
       first.run();
       values = first.takeOutputValues();
@@ -406,8 +362,7 @@ export class NativeSession implements OrtSession {
       releaseValues(this.lib, values);
       first.release();
       second.release();
-      releaseList(this.lib, staged);
-      if (staging !== undefined) this.stagingFree.push(staging);
+      this.staging?.give(staging);
     }
   }
 
@@ -424,11 +379,10 @@ export class NativeSession implements OrtSession {
     const fetched = this.signature.fetches([...hostOutputs, ...residentOutputs]);
     const host = new Set(hostOutputs);
     const binding = this.ioBinding();
-    const staging = this.takeStaging();
+    const staging = this.staging?.take();
     let values = new Map<string, Pointer>();
-    let staged: Pointer[] = [];
     try {
-      staged = this.bindFeeds(binding, feeds, staging);
+      this.bindFeeds(binding, feeds, staging);
       for (const name of fetched) {
         if (host.has(name)) binding.bindOutputToCpu(name);
         else binding.bindOutputToDevice(name, this.memory);
@@ -452,8 +406,7 @@ export class NativeSession implements OrtSession {
     } finally {
       releaseValues(this.lib, values);
       binding.release();
-      releaseList(this.lib, staged);
-      if (staging !== undefined) this.stagingFree.push(staging);
+      this.staging?.give(staging);
     }
   }
 
@@ -489,9 +442,7 @@ export class NativeSession implements OrtSession {
     finalizer.unregister(this.token);
     await this.copiers.release();
     // An allocator from CreateAllocator is the session's: it goes before the session does.
-    for (const staging of this.stagingMade) staging.release();
-    this.stagingMade.length = 0;
-    this.stagingFree.length = 0;
+    this.staging?.release();
     freeNames(this.lib, this.thread.allocator, this.names);
     releaseHandle(this.lib, handle, this.share);
     return Promise.resolve();
@@ -510,11 +461,6 @@ function residentPointer(tensor: ResidentTensor, name: string): Pointer {
       field: name,
     });
   return tensor.pointer;
-}
-
-function releaseList(lib: OrtLibrary, values: readonly Pointer[]): void {
-  const release = lib.fn('ReleaseValue');
-  for (const value of values) release(value);
 }
 
 function releaseHandle(lib: OrtLibrary, handle: Pointer, share: Share | undefined): void {

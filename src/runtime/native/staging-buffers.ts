@@ -7,7 +7,7 @@
 import { FeedMismatchError, OrtStatusError, ProviderUnavailableError } from '../../errors.ts';
 import type { Tensor } from '../tensor.ts';
 import { readCString, type OrtLibrary, type Pointer } from './ort-library.ts';
-import { ELEMENT_TYPES, type ElementType } from './ort-value.ts';
+import { createInputValue, ELEMENT_TYPES, type ElementType } from './ort-value.ts';
 
 /** The smallest buffer made, so that short batches of one shape do not grow it step by step. */
 const MIN_BYTES = 256;
@@ -48,6 +48,21 @@ export function stagingAllocator(
       { cause: err, field: 'runtime.feedsFrom' },
     );
   }
+}
+
+/**
+ * An OrtValue for a host feed: over a copy in `staging`'s buffer when given and the tensor is
+ * numeric, else over the tensor's own memory (createInputValue). The caller releases it.
+ */
+export function feedValue(
+  lib: OrtLibrary,
+  thread: { cpuMemory: Pointer; allocator: Pointer },
+  tensor: Tensor,
+  name: string,
+  staging: StagingBuffers | undefined,
+): Pointer {
+  if (staging !== undefined && StagingBuffers.takes(tensor)) return staging.valueFor(name, tensor);
+  return createInputValue(lib, thread.cpuMemory, thread.allocator, tensor, name);
 }
 
 export class StagingBuffers {
@@ -128,5 +143,67 @@ export class StagingBuffers {
     counts.liveBuffers += 1;
     counts.liveBytes += size;
     return buffer;
+  }
+}
+
+/**
+ * A session's sets of staging buffers: one per run under way at once, since a run's values point
+ * into its set until it ends. The first set opens the session's allocator for `memory`; a session
+ * without one (under 'auto') stages nothing from then on and keeps the reason.
+ */
+export class StagingPool {
+  private readonly lib: OrtLibrary;
+  /** The OrtSession* and memory the allocators are made for; not the session object, which the
+   * pool must not keep reachable (its finalizer releases the pool). */
+  private readonly session: Pointer;
+  private readonly memory: Pointer;
+  private readonly required: boolean;
+  private readonly free: StagingBuffers[] = [];
+  private readonly made: StagingBuffers[] = [];
+  private fallback: string | undefined;
+
+  constructor(lib: OrtLibrary, session: Pointer, memory: Pointer, required: boolean) {
+    this.lib = lib;
+    this.session = session;
+    this.memory = memory;
+    this.required = required;
+  }
+
+  /** A free set (a new one when every set is in a run), or none once staging fell back. */
+  take(): StagingBuffers | undefined {
+    if (this.fallback !== undefined) return undefined;
+    const free = this.free.pop();
+    if (free !== undefined) return free;
+    const opened = stagingAllocator(this.lib, this.session, this.memory, this.required);
+    if ('problem' in opened) {
+      this.fallback = opened.problem;
+      return undefined;
+    }
+    const made = new StagingBuffers(this.lib, opened.allocator);
+    this.made.push(made);
+    return made;
+  }
+
+  give(set: StagingBuffers | undefined): void {
+    if (set !== undefined) this.free.push(set);
+  }
+
+  /** Why the session reads its feeds from JS memory although 'auto' chose staging, if it does. */
+  get problem(): string | undefined {
+    return this.fallback;
+  }
+
+  /** The name of the memory the sets are in, or undefined once staging fell back. */
+  memoryName(): string | undefined {
+    const set = this.take();
+    this.give(set);
+    return set?.memoryName();
+  }
+
+  /** Frees every set and its allocator; before the session, whose allocators they are. */
+  release(): void {
+    for (const set of this.made) set.release();
+    this.made.length = 0;
+    this.free.length = 0;
   }
 }
