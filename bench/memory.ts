@@ -41,6 +41,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { BatcherOptions } from '../src/batching/batcher-options.ts';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.ts';
 import { isBatchInvariant } from '../src/pipelines/runtime/batch-invariance.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
@@ -69,6 +70,8 @@ interface Layout {
   memPattern?: boolean;
   /** Runs each thread keeps going at once on libuv's pool (shared native sessions; default 1). */
   runsPerThread?: number;
+  /** Ours: the pipeline's batching, where it is not the default. */
+  batching?: BatcherOptions;
   /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
   compileCache?: boolean;
   /**
@@ -150,6 +153,14 @@ const allLayouts: Layout[] = [
     workers: cores,
     intraOpThreads: 1,
     runtime: { memPattern: true },
+  },
+  {
+    // The CPU default before 2026-12-06: priced by characters, every encode on the threads.
+    name: 'priced_by_characters',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    batching: { pricing: 'characters' },
   },
   {
     name: 'mem_pattern_off',
@@ -563,7 +574,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
     const engine = await startEngine(
       job.model,
       spec.pipeline,
-      undefined,
+      layout.batching,
       [
         {
           device: 'cpu',

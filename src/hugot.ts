@@ -8,6 +8,7 @@ import {
   type ModelStoreOptions,
 } from './pipelines/runtime/model-store.ts';
 import type { Pipeline } from './pipelines/pipeline.ts';
+import type { CarriedEncodings } from './pipelines/runtime/carried-encoding.ts';
 import { batchSafe } from './pipelines/row-by-row.ts';
 import { loadTask } from './pipelines/task-modules.ts';
 import { markCompiled } from './options/compiled.ts';
@@ -103,8 +104,23 @@ export class Hugot {
     return pipeline;
   }
 
-  async run<Output = unknown>(alias: string, inputs: readonly unknown[]): Promise<Output[]> {
-    return (await this.pipeline(alias).run(inputs)) as Output[];
+  /**
+   * `encodings`: the inputs' encodings made on the main thread (an engine pricing by tokens), which
+   * the model's tokenizer answers from while the batch runs instead of tokenizing again.
+   */
+  async run<Output = unknown>(
+    alias: string,
+    inputs: readonly unknown[],
+    encodings?: CarriedEncodings,
+  ): Promise<Output[]> {
+    const pipeline = this.pipeline(alias);
+    const release =
+      encodings === undefined ? undefined : pipeline.model.tokenizer?.carry(encodings);
+    try {
+      return (await pipeline.run(inputs)) as Output[];
+    } finally {
+      release?.();
+    }
   }
 
   async close(): Promise<void> {

@@ -19,15 +19,18 @@ export const DEFAULT_BATCH_TOKENS: Record<BatchDevice, number> = { cpu: 256, gpu
 export const DEFAULT_BATCH_ROWS: Record<BatchDevice, number> = { cpu: 32, gpu: 256 };
 
 /**
- * How an input is priced before it is queued. 'tokens' tokenizes it on the main process, exact;
- * 'characters' estimates from its length, which costs nothing, and the inference thread's
- * tokenizer stays the only one. On a GPU the main process's tokenizer becomes the ceiling
- * (docs/gpu.md); on CPU its work competes with the inference threads for the same cores, and at
- * the CPU budget the estimate's batches keep 98.8 % padding efficiency on MiniLM (99.3 % on
- * DistilBERT) against 99.9 % priced by tokens (`npm run bench:pricing`), so both default to it.
+ * How an input is priced before it is queued. 'tokens' tokenizes it on the main process, exact,
+ * in bursts of what was admitted together, and where its task makes one plain encode of one text
+ * (featureExtraction, single-text classification) the encoding goes with the batch and the thread
+ * does not tokenize it again (src/pipelines/runtime/carried-encoding.ts). 'characters' estimates
+ * from its length, which costs nothing, and the inference thread's tokenizer stays the only one.
+ * CPU: 'tokens', since encodings are carried: an encode in a burst costs a third of one made
+ * alone on a thread right after a run, which lifted int8 MiniLM's throughput (docs/batching.md,
+ * "Encodings carried to the threads"), and its batches are priced exactly. GPU: 'characters'
+ * until measured there, where one main process would tokenize for a whole device (docs/gpu.md).
  */
 export const DEFAULT_PRICING: Record<BatchDevice, 'tokens' | 'characters'> = {
-  cpu: 'characters',
+  cpu: 'tokens',
   gpu: 'characters',
 };
 

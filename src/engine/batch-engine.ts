@@ -9,8 +9,9 @@ import { Shard } from '../shards/shard.ts';
 import { checkModelFit } from './model-fit.ts';
 import { compileEnginePlan, type EngineOptions, type EnginePlan } from './engine-plan.ts';
 import { Dispatcher, type BatchDone, type DispatchStats, type Pending } from './dispatcher.ts';
-import { inputCost, type CostContext, type InputCost } from './input-cost.ts';
-import { loadPricingTokenizer, type PricingTokenizer } from './pricing-tokenizer.ts';
+import { inputCost, type CostContext, type PricedInput } from './input-cost.ts';
+import { canEncode, loadPricingTokenizer, type PricingTokenizer } from './pricing-tokenizer.ts';
+import { BurstEncoder } from './burst-encoder.ts';
 
 export type { BatchEnginePipeline } from './engine-plan.ts';
 
@@ -75,6 +76,7 @@ export class BatchEngine {
     const queues = new Map<string, BatchQueue<Pending>>();
     const costs = new Map<string, CostContext>();
     const tokenizers = new Map<string, Promise<PricingTokenizer | undefined>>();
+    const encoders = new Map<string, BurstEncoder>();
     // A model gets its whole tokenizer here only if one of its pipelines prices by tokens.
     const byTokens = new Set(
       [...plan.pipelines.values()]
@@ -87,11 +89,18 @@ export class BatchEngine {
         const pricing = byTokens.has(definition.model) ? 'tokens' : 'characters';
         tokenizers.set(definition.model, loadPricingTokenizer(model.path, pricing));
       }
+      const tokenizer = await tokenizers.get(definition.model);
+      // One burst encoder a model: pipelines on the same tokenizer share its calls.
+      if (batching.pricing === 'tokens' && tokenizer !== undefined && canEncode(tokenizer))
+        if (!encoders.has(definition.model))
+          encoders.set(definition.model, new BurstEncoder(tokenizer));
+      const encoder = encoders.get(definition.model);
       costs.set(alias, {
         task: definition.task,
-        tokenizer: await tokenizers.get(definition.model),
+        tokenizer,
         options: await costOptions(definition.task, model.path, definition.options),
         pricing: batching.pricing,
+        ...(batching.pricing === 'tokens' && encoder !== undefined ? { encoder } : {}),
       });
     }
     const setup = {
@@ -164,7 +173,7 @@ export class BatchEngine {
       this.admitting.delete(admitted.promise);
       admitted.resolve();
     };
-    let cost: InputCost;
+    let cost: PricedInput;
     try {
       cost = await inputCost(input, this.costs.get(alias) as CostContext);
       if (this.aborted) throw new ClosedError('the engine was aborted');
@@ -178,6 +187,7 @@ export class BatchEngine {
         queue.push(
           {
             input,
+            ...(cost.carried !== undefined ? { carried: cost.carried } : {}),
             resolve: resolve as (o: unknown) => void,
             reject,
             ...(options.trace !== undefined ? { trace: options.trace } : {}),

@@ -5,9 +5,12 @@
 import { CancelledError, DeadlineExceededError, InputError } from '../errors.ts';
 import type { BatchQueue, QueueItem } from '../batching/batch-queue.ts';
 import type { Shard } from '../shards/shard.ts';
+import type { CarriedEncoding } from '../pipelines/runtime/carried-encoding.ts';
 
 export interface Pending {
   input: unknown;
+  /** Its encoding, made while it was priced, for the thread to run (carried-encoding.ts). */
+  carried?: CarriedEncoding;
   resolve: (output: unknown) => void;
   reject: (error: unknown) => void;
   /** Opaque to the engine: the record's span context, handed back in BatchDone (tracing). */
@@ -151,6 +154,7 @@ export class Dispatcher {
       .run(
         pipeline,
         batch.map((item) => item.payload.input),
+        carriedOf(batch),
       )
       .then(
         ({ outputs, computeMs }) => {
@@ -195,7 +199,7 @@ export class Dispatcher {
     }
     return Promise.all(
       batch.map((item) =>
-        shard.run(pipeline, [item.payload.input]).then(
+        shard.run(pipeline, [item.payload.input], carriedOf([item])).then(
           ({ outputs }) => item.payload.resolve(outputs[0]),
           (alone: unknown) => item.payload.reject(alone),
         ),
@@ -225,4 +229,10 @@ export class Dispatcher {
     for (const resolve of this.idleWaiters) resolve();
     this.idleWaiters.clear();
   }
+}
+
+/** The batch's carried encodings, or undefined when none of its items carries one. */
+function carriedOf(batch: readonly QueueItem<Pending>[]): (CarriedEncoding | null)[] | undefined {
+  if (!batch.some((item) => item.payload.carried !== undefined)) return undefined;
+  return batch.map((item) => item.payload.carried ?? null);
 }

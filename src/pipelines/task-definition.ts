@@ -90,6 +90,14 @@ export interface TaskDefinition {
   readonly execution: ExecutionKind;
   /** How much of a batch an input takes; asked only of models with a tokenizer. */
   readonly cost: (input: unknown, meter: CostMeter) => Promise<InputCost>;
+  /**
+   * The one text the pipeline encodes for this input, when it makes exactly one plain encode of a
+   * single text (truncated at its priced length, special tokens added, no stride); undefined for
+   * any other input. Priced by tokens, the engine encodes that text on the main thread and the
+   * batch carries the encoding to the thread, which does not tokenize it again
+   * (src/pipelines/runtime/carried-encoding.ts). The options are the ones cost sees.
+   */
+  readonly encodedText?: (input: unknown, options: Record<string, unknown>) => string | undefined;
   /** Where the pipeline truncates below the tokenizer's limit, by its options. */
   readonly truncatesAt?: (options: Record<string, unknown>) => number | undefined;
   /**

@@ -40,7 +40,7 @@ export default async function handle(request: WorkerRequest): Promise<WorkerResp
         return { kind: 'ready', pipelines: hugot.aliases(), threadId };
       case 'run': {
         const started = performance.now();
-        const outputs = await hugot.run(request.pipeline, request.inputs);
+        const outputs = await hugot.run(request.pipeline, request.inputs, request.encodings);
         const response: WorkerResponse = {
           kind: 'outputs',
           outputs,

@@ -3,6 +3,7 @@
 import type { SerializedError } from '../errors.ts';
 import type { ModelSpec } from '../pipelines/runtime/model-store.ts';
 import type { SessionSharing } from '../runtime/runtimes.ts';
+import type { CarriedEncodings } from '../pipelines/runtime/carried-encoding.ts';
 
 export interface PipelineDefinition {
   task: string;
@@ -24,7 +25,14 @@ export interface WorkerSetup {
 }
 
 export type WorkerRequest =
-  { kind: 'warmup' } | { kind: 'run'; pipeline: string; inputs: unknown[] };
+  | { kind: 'warmup' }
+  | {
+      kind: 'run';
+      pipeline: string;
+      inputs: unknown[];
+      /** Encodings made while the inputs were priced, in input order (carried-encoding.ts). */
+      encodings?: CarriedEncodings;
+    };
 
 export type WorkerResponse =
   | { kind: 'ready'; pipelines: string[]; threadId: number }

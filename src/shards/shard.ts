@@ -14,6 +14,9 @@ import { releaseSharedSessions } from '../runtime/native/release-shared.ts';
 import { SharedSessions } from '../runtime/native/shared-sessions.ts';
 import type { PipelineDefinition, WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 import type { ShardSpec } from './shard-spec.ts';
+import type { CarriedEncodings } from '../pipelines/runtime/carried-encoding.ts';
+
+type RunRequest = Extract<WorkerRequest, { kind: 'run' }>;
 
 /**
  * A thread is handed its next batch while it runs one: the batch's tokenization (on libuv's
@@ -120,11 +123,16 @@ export class Shard {
     for (const reply of replies) if (reply.kind === 'failed') throw deserializeError(reply.error);
   }
 
-  async run(pipeline: string, inputs: unknown[]): Promise<BatchRun> {
+  async run(pipeline: string, inputs: unknown[], encodings?: CarriedEncodings): Promise<BatchRun> {
     if (this.closed) throw new ClosedError(`shard ${this.spec.name} is closed`);
     this.running += 1;
     try {
-      const reply = await this.attempt(pipeline, inputs);
+      const reply = await this.attempt({
+        kind: 'run',
+        pipeline,
+        inputs,
+        ...(encodings !== undefined ? { encodings } : {}),
+      });
       if (reply.kind === 'failed') throw deserializeError(reply.error);
       if (reply.kind !== 'outputs')
         throw new Error(`unexpected reply '${reply.kind}' to a run request`);
@@ -151,8 +159,8 @@ export class Shard {
     releaseSharedSessions(this.sessions);
   }
 
-  private async attempt(pipeline: string, inputs: unknown[]): Promise<WorkerResponse> {
-    const request: WorkerRequest = { kind: 'run', pipeline, inputs };
+  private async attempt(request: RunRequest): Promise<WorkerResponse> {
+    const { pipeline, inputs } = request;
     try {
       return await this.pool.run(request);
     } catch (first) {

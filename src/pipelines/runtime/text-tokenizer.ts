@@ -10,6 +10,12 @@ import {
 } from 'tokenizers';
 import { InputError, ModelFolderError } from '../../errors.ts';
 import { toTokenized, type TokenizedText } from './lazy-encoding.ts';
+import {
+  CarriedStore,
+  plainEncodeLength,
+  type CarriedEncoding,
+  type CarriedEncodings,
+} from './carried-encoding.ts';
 import { singleTypeIdsAreZero } from './post-processor.ts';
 import { wordPrefix } from './word-prefix.ts';
 
@@ -75,6 +81,8 @@ export class TextTokenizer {
   private readonly vocabulary: Tokenizer;
   /** A single text's type ids are all 0 (tokenizer.json's post-processor says so). */
   private readonly singleTypesZero: boolean;
+  /** Encodings the batches under way carried from the main thread (carry). */
+  private readonly carried = new CarriedStore();
 
   private constructor(
     folder: string,
@@ -186,6 +194,58 @@ export class TextTokenizer {
     options: EncodeOptions = {},
   ): Promise<TokenizedText[]> {
     for (const [i, input] of inputs.entries()) assertTextInput(input, i);
+    if (this.carried.size > 0) {
+      const maxLength = plainEncodeLength(options, this.maxLength);
+      if (maxLength !== undefined) return this.encodeWithCarried(inputs, maxLength, options);
+    }
+    return this.encodeAll(inputs, options);
+  }
+
+  /**
+   * The encodings of `texts` as a pipeline's plain encode at `maxLength` makes them, in the form
+   * an inference thread's tokenizer takes (carry).
+   */
+  async encodeToCarry(texts: readonly string[], maxLength: number): Promise<CarriedEncoding[]> {
+    const encoded = await this.encode(texts, { maxLength });
+    return encoded.map((e, i) => ({
+      text: texts[i] as string,
+      maxLength,
+      ids: e.ids,
+      ...(this.singleTypesZero ? {} : { typeIds: e.typeIds }),
+    }));
+  }
+
+  /**
+   * Holds a batch's carried encodings until the returned release is called: meanwhile an encode
+   * of the same text with the same plain options answers from them without a Rust call.
+   */
+  carry(encodings: CarriedEncodings): () => void {
+    return this.carried.hold(encodings);
+  }
+
+  /** Texts answered from carried encodings since the tokenizer was loaded (tests, diagnostics). */
+  get carriedCount(): number {
+    return this.carried.answered;
+  }
+
+  private async encodeWithCarried(
+    inputs: readonly TextInput[],
+    maxLength: number,
+    options: EncodeOptions,
+  ): Promise<TokenizedText[]> {
+    const found = inputs.map((input) =>
+      typeof input === 'string' ? this.carried.find(input, maxLength) : undefined,
+    );
+    const missing = inputs.filter((_, i) => found[i] === undefined);
+    const made = missing.length > 0 ? await this.encodeAll(missing, options) : [];
+    let next = 0;
+    return found.map((encoding) => encoding ?? (made[next++] as TokenizedText));
+  }
+
+  private async encodeAll(
+    inputs: readonly TextInput[],
+    options: EncodeOptions,
+  ): Promise<TokenizedText[]> {
     const cap = this.prefixCap(options);
     if (cap !== undefined && inputs.every((input) => typeof input === 'string'))
       return this.encodePrefixes(inputs, cap, options);

@@ -249,11 +249,25 @@ export const featureExtractionTask: TaskDefinition = {
   // Pricing must see the length the pipeline will run, or long inputs look several times their
   // size and batches come out part full.
   truncatesAt: truncatesAtMaxLength,
+  // The text settle() hands the tokenizer; the folder's lower-casing comes from costOptions.
+  encodedText: (input, options) =>
+    typeof input === 'string' && options['truncation'] !== false
+      ? options['lowerCase'] === true
+        ? input.toLowerCase()
+        : input
+      : undefined,
   // A pipeline that leaves maxLength to the folder truncates at sentence-transformers'
-  // max_seq_length, and its inputs must be priced so.
+  // max_seq_length, and its inputs must be priced so (and encoded as the thread would encode
+  // them: lower-cased where the folder says so).
   async costOptions(declared, folder) {
-    if (declared['maxLength'] !== undefined) return declared;
+    if (declared['maxLength'] !== undefined && declared['lowerCase'] !== undefined) return declared;
     const st = await readSentenceTransformersConfig(resolve(folder));
-    return st?.maxSeqLength === undefined ? declared : { ...declared, maxLength: st.maxSeqLength };
+    const maxLength = declared['maxLength'] ?? st?.maxSeqLength;
+    const lowerCase = declared['lowerCase'] ?? st?.lowerCase;
+    return {
+      ...declared,
+      ...(maxLength !== undefined ? { maxLength } : {}),
+      ...(lowerCase !== undefined ? { lowerCase } : {}),
+    };
   },
 };

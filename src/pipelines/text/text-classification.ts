@@ -99,6 +99,13 @@ export const textClassificationTask: TaskDefinition = {
   cutsLongText: (options) => options['truncation'] !== false,
   // Priced at the length it runs, or a cut text looks several times its size.
   truncatesAt: truncatesAtMaxLength,
+  // A single text (alone, or with an empty pair, which Python drops); pairs are not carried.
+  encodedText(input, options) {
+    if (options['truncation'] === false) return undefined;
+    if (typeof input === 'string') return input;
+    if (!isObject(input) || typeof input['text'] !== 'string') return undefined;
+    return input['textPair'] === undefined || input['textPair'] === '' ? input['text'] : undefined;
+  },
   inputSchema(input, check) {
     if (typeof input === 'string') return check.text(input);
     if (

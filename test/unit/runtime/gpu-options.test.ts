@@ -91,11 +91,11 @@ describe('cuda shards', () => {
 });
 
 describe('batcher defaults by device', () => {
-  it('cuts narrow batches on CPU and wide ones on GPU, both priced by characters', () => {
+  it('cuts narrow batches on CPU priced by tokens and wide ones on GPU priced by characters', () => {
     expect(compileBatcherOptions({}, 'b', 'cpu')).toMatchObject({
       maxBatchSize: 32,
       maxBatchTokens: 256,
-      pricing: 'characters',
+      pricing: 'tokens',
     });
     expect(compileBatcherOptions({}, 'b', 'gpu')).toMatchObject({
       maxBatchSize: 256,
