@@ -3,7 +3,8 @@
 //   raw             ONNX Runtime alone on pre-tokenized, length-sorted batches, in the best layout
 //                   a calibration search finds (every thread split x batch size and token budget),
 //                   a session per thread; in the --repeat turns and the int8 pass also raw-shared,
-//                   the same layout on one native session shared by the threads
+//                   the same layout on one native session shared by the threads (and in the int8
+//                   pass ours priced by characters: what carrying encodings to the threads buys)
 //   ours            the in-process engine, every record submitted at once
 //   transformers.js @huggingface/transformers' pipelines, in the best layout its own search finds
 //                   (every thread split x batch size, per task)
@@ -229,6 +230,8 @@ const int8 = runsInt8
       oneRow: true,
       // The Go and C++ servers' layout: one C-API session shared by raw's threads.
       shared: true,
+      // What carrying the encodings to the threads buys (docs/batching.md).
+      byCharacters: true,
       log,
     })
   : undefined;
@@ -317,6 +320,7 @@ writeResultLine({
             vs_raw_one_row: spread(int8.runs, 'rawOneRow').median,
             vs_raw_shared: spread(int8.runs, 'rawShared').median,
             vs_best_raw: spread(int8.runs, 'bestRaw').median,
+            vs_ours_priced_by_characters: spread(int8.runs, 'oursByCharacters').median,
           },
           ...spreadFields(int8.runs),
           ...(int8.runs.length < 2
@@ -324,6 +328,7 @@ writeResultLine({
             : {
                 vs_raw_one_row_spread: spread(int8.runs, 'rawOneRow'),
                 vs_raw_shared_spread: spread(int8.runs, 'rawShared'),
+                vs_ours_priced_by_characters_spread: spread(int8.runs, 'oursByCharacters'),
               }),
           raw: describeConfig(int8.raw),
         },

@@ -17,6 +17,8 @@ export interface RepeatRun {
   rawOneRow?: number;
   /** Raw in the same layout on one native session shared by its threads (when asked for). */
   rawShared?: number;
+  /** Our engine priced by characters, its encodes made on the threads (when asked for). */
+  oursByCharacters?: number;
 }
 
 export interface Spread {
@@ -45,6 +47,11 @@ export interface RepeatInput {
   oneRow?: boolean;
   /** Also time raw-shared (one C-API session for all raw's threads) in raw's layout. */
   shared?: boolean;
+  /**
+   * Also time our engine priced by characters (the CPU default until 2026-12-06): every encode
+   * made on an inference thread, none carried from the main thread (docs/batching.md).
+   */
+  byCharacters?: boolean;
   log: (line: string) => void;
 }
 
@@ -71,8 +78,11 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
       await pool.close();
     }
   };
-  const timeOursOnce = async (): Promise<number> => {
-    const engine = await startEngine(spec.modelFolder, spec.pipeline, { maxWaitMs: MAX_WAIT_MS });
+  const timeOursOnce = async (pricing?: 'characters'): Promise<number> => {
+    const engine = await startEngine(spec.modelFolder, spec.pipeline, {
+      maxWaitMs: MAX_WAIT_MS,
+      ...(pricing !== undefined ? { pricing } : {}),
+    });
     try {
       await Promise.all(input.spare.slice(0, 2 * 32).map((text) => engine.submit('bench', text)));
       return (await allAtOnce(engine, texts)).recordsPerSecond;
@@ -90,10 +100,13 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
         ? await timeRawOnce({ ...raw, batching: { kind: 'rows', size: 1 } })
         : undefined;
     const rawShared = input.shared === true ? await timeRawOnce(raw, 'shared') : undefined;
+    const oursByCharacters =
+      input.byCharacters === true ? await timeOursOnce('characters') : undefined;
     const second = await (oursFirst ? timeRawOnce() : timeOursOnce());
     const run: RepeatRun = oursFirst ? { ours: first, raw: second } : { raw: first, ours: second };
     if (rawOneRow !== undefined) run.rawOneRow = rawOneRow;
     if (rawShared !== undefined) run.rawShared = rawShared;
+    if (oursByCharacters !== undefined) run.oursByCharacters = oursByCharacters;
     runs.push(run);
     log(
       `${spec.name} run ${n}: raw ${run.raw.toFixed(2)}, ours ${run.ours.toFixed(2)} rec/s, ours ÷ raw ${(run.ours / run.raw).toFixed(3)}` +
@@ -102,7 +115,10 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
           : `; raw one row a call ${rawOneRow.toFixed(2)}, ours ÷ that ${(run.ours / rawOneRow).toFixed(3)}`) +
         (rawShared === undefined
           ? ''
-          : `; raw-shared ${rawShared.toFixed(2)}, ours ÷ that ${(run.ours / rawShared).toFixed(3)}`),
+          : `; raw-shared ${rawShared.toFixed(2)}, ours ÷ that ${(run.ours / rawShared).toFixed(3)}`) +
+        (oursByCharacters === undefined
+          ? ''
+          : `; ours priced by characters ${oursByCharacters.toFixed(2)}, ours ÷ that ${(run.ours / oursByCharacters).toFixed(3)}`),
     );
   }
   return runs;
@@ -111,7 +127,7 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
 /** `bestRaw`: each run's better of raw and raw-shared. */
 export function spread(
   runs: readonly RepeatRun[],
-  against: 'raw' | 'rawOneRow' | 'rawShared' | 'bestRaw' = 'raw',
+  against: 'raw' | 'rawOneRow' | 'rawShared' | 'oursByCharacters' | 'bestRaw' = 'raw',
 ): Spread {
   const contender = (run: RepeatRun): number =>
     against === 'bestRaw' ? Math.max(run.raw, run.rawShared ?? 0) : (run[against] ?? Number.NaN);
@@ -143,6 +159,8 @@ export interface RawOnlyInput {
   oneRow?: boolean;
   /** Also time raw-shared (RepeatInput.shared). */
   shared?: boolean;
+  /** Also time ours priced by characters (RepeatInput.byCharacters). */
+  byCharacters?: boolean;
   log: (line: string) => void;
 }
 
@@ -183,6 +201,7 @@ export async function vsRawOnly(
     firstRun: 1,
     oneRow: input.oneRow === true,
     shared: input.shared === true,
+    byCharacters: input.byCharacters === true,
     log,
   });
   return { raw: search.best, searchSeconds, runs };
