@@ -1,5 +1,6 @@
 // The in-process API the stream worker calls: submit(pipeline, input) -> Promise<result>, over a
 // batch queue per pipeline and one or more shards of inference threads.
+import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BatchQueue, type Pressure } from '../batching/batch-queue.ts';
 import { ClosedError, UnknownPipelineError } from '../errors.ts';
@@ -106,6 +107,9 @@ export class BatchEngine {
     const setup = {
       models: plan.models,
       pipelines: Object.fromEntries([...plan.pipelines].map(([alias, p]) => [alias, p.definition])),
+      tokenizersBuilt: [...encoders.keys()].map((model) =>
+        resolve((plan.models[model] as { path: string }).path),
+      ),
     };
     const shards = plan.shards.map(
       (spec) =>

@@ -17,6 +17,7 @@ function load(): Promise<Hugot> {
     const setup = workerData as WorkerSetup;
     const hugot = createHugot({
       sharing: setup.sharing,
+      tokenizersBuilt: setup.tokenizersBuilt,
       optionsCompiled: setup.optionsCompiled === true,
     });
     for (const [alias, spec] of Object.entries(setup.models)) hugot.registerModel(alias, spec);

@@ -15,6 +15,8 @@ export interface PipelineDefinition {
 export interface WorkerSetup {
   models: Record<string, ModelSpec>;
   pipelines: Record<string, PipelineDefinition>;
+  /** Folders whose tokenizer the main thread built (ModelStoreOptions.tokenizersBuilt). */
+  tokenizersBuilt?: string[];
   /** The shard's table of native sessions, one per model for all its threads (the shard adds it). */
   sharing?: SessionSharing;
   /**

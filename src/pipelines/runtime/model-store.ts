@@ -71,15 +71,23 @@ export interface LoadedModel {
 export interface ModelStoreOptions {
   /** A shard's table: native sessions shared with the shard's other threads. */
   sharing?: SessionSharing | undefined;
+  /**
+   * Model folders (resolved) whose tokenizer.json the main thread has built, pricing by tokens:
+   * their inputs' encodes mostly arrive carried (carried-encoding.ts), so a thread builds its own
+   * Rust tokenizer only when a call needs it (TokenizerBuild 'onDemand'), ~5 MiB a thread saved.
+   */
+  tokenizersBuilt?: readonly string[] | undefined;
 }
 
 export class ModelStore {
   private readonly sessions = new Map<string, Promise<OrtSession>>();
   private readonly models = new Map<string, Promise<LoadedModel>>();
   private readonly factory: SessionFactory;
+  private readonly tokenizersBuilt: ReadonlySet<string>;
 
   constructor(options: ModelStoreOptions = {}) {
     this.factory = new SessionFactory(options.sharing);
+    this.tokenizersBuilt = new Set(options.tokenizersBuilt ?? []);
   }
 
   load(spec: ModelSpec): Promise<LoadedModel> {
@@ -128,7 +136,11 @@ export class ModelStore {
     // weights again until it ends, and a shard's other threads wait on it (the shared session);
     // tokenizers loaded only now are not resident beside that peak (docs/performance.md).
     const tokenizer = files.includes('tokenizer.json')
-      ? await TextTokenizer.load(folder, config.maxPositionEmbeddings)
+      ? await TextTokenizer.load(
+          folder,
+          config.maxPositionEmbeddings,
+          this.tokenizersBuilt.has(folder) ? 'onDemand' : 'now',
+        )
       : undefined;
     const sessions = new Map(graphs.map(([name], i) => [name, ready[i] as OrtSession]));
     const main = ready[graphs.findIndex(([, path]) => path === onnx.main)] as OrtSession;

@@ -41,6 +41,9 @@ export type { TokenizedText } from './lazy-encoding.ts';
 
 export type TextInput = string | readonly [string, string];
 
+/** When a tokenizer builds its Rust tokenizer (TextTokenizer.load). */
+export type TokenizerBuild = 'now' | 'onDemand';
+
 interface TokenizerConfigFile {
   model_max_length?: number;
   padding_side?: string;
@@ -77,8 +80,8 @@ export class TextTokenizer {
    * ever truncates then holds one Rust tokenizer, not two, in each thread.
    */
   private unclaimed: Tokenizer | undefined;
-  /** Any instance: vocabulary lookups and decoding do not depend on truncation. */
-  private readonly vocabulary: Tokenizer;
+  /** tokenizer.json's added tokens (the special ones among them), by content: no Rust call. */
+  private readonly addedIds: ReadonlyMap<string, number>;
   /** A single text's type ids are all 0 (tokenizer.json's post-processor says so). */
   private readonly singleTypesZero: boolean;
   /** Encodings the batches under way carried from the main thread (carry). */
@@ -90,17 +93,17 @@ export class TextTokenizer {
     config: TokenizerConfigFile,
     special: SpecialTokens,
     fallbackMax: number | undefined,
+    build: TokenizerBuild,
   ) {
     this.folder = folder;
     this.json = json;
     this.config = config;
     this.special = special;
     this.maxLength = declaredMaxLength(config, fallbackMax);
-    this.vocabulary = Tokenizer.fromString(json);
-    this.unclaimed = this.vocabulary;
-    this.singleTypesZero = singleTypeIdsAreZero(
-      (JSON.parse(json) as { post_processor?: unknown }).post_processor,
-    );
+    const parsed = JSON.parse(json) as { post_processor?: unknown; added_tokens?: unknown };
+    this.singleTypesZero = singleTypeIdsAreZero(parsed.post_processor);
+    this.addedIds = addedTokenIds(parsed.added_tokens);
+    if (build === 'now') this.unclaimed = this.build();
   }
 
   /**
@@ -117,8 +120,17 @@ export class TextTokenizer {
     return declaredMaxLength(config, fallbackMaxLength);
   }
 
-  /** `fallbackMaxLength` is used when tokenizer_config.json declares no usable limit. */
-  static async load(folder: string, fallbackMaxLength?: number): Promise<TextTokenizer> {
+  /**
+   * `fallbackMaxLength` is used when tokenizer_config.json declares no usable limit. `build`:
+   * 'now' builds the Rust tokenizer here, so a tokenizer.json Rust cannot read fails the load;
+   * 'onDemand' waits for the first call that needs it, for an inference thread whose encodes
+   * the main thread makes (carried-encoding.ts) and whose main thread built the same file already.
+   */
+  static async load(
+    folder: string,
+    fallbackMaxLength?: number,
+    build: TokenizerBuild = 'now',
+  ): Promise<TextTokenizer> {
     const json = await readFile(join(folder, 'tokenizer.json'), 'utf8').catch((cause: unknown) => {
       throw new ModelFolderError(
         `${folder} has no readable tokenizer.json; export the model with its fast tokenizer (Optimum does)`,
@@ -146,13 +158,26 @@ export class TextTokenizer {
       eos: pick('eos_token'),
     };
     try {
-      return new TextTokenizer(folder, json, config, special, fallbackMaxLength);
+      return new TextTokenizer(folder, json, config, special, fallbackMaxLength, build);
     } catch (cause) {
-      throw new ModelFolderError(`${folder}/tokenizer.json could not be loaded: ${String(cause)}`, {
-        cause,
-        field: 'tokenizer.json',
-      });
+      throw loadError(folder, cause);
     }
+  }
+
+  private build(): Tokenizer {
+    try {
+      return Tokenizer.fromString(this.json);
+    } catch (cause) {
+      throw loadError(this.folder, cause);
+    }
+  }
+
+  /** Any instance (vocabulary lookups and decoding do not depend on truncation), built if none is. */
+  private get vocabulary(): Tokenizer {
+    const held = this.unclaimed ?? this.instances.values().next().value;
+    if (held !== undefined) return held;
+    this.unclaimed = this.build();
+    return this.unclaimed;
   }
 
   /** The Rust tokenizers this one holds (for tests and diagnostics). */
@@ -162,7 +187,7 @@ export class TextTokenizer {
 
   tokenId(token: string | undefined): number | undefined {
     if (token === undefined) return undefined;
-    return this.vocabulary.tokenToId(token) ?? undefined;
+    return this.addedIds.get(token) ?? this.vocabulary.tokenToId(token) ?? undefined;
   }
 
   idToToken(id: number): string | undefined {
@@ -401,7 +426,7 @@ export class TextTokenizer {
         : `${truncation}:${maxLength}:${options.stride ?? 0}`;
     let tokenizer = this.instances.get(key);
     if (tokenizer === undefined) {
-      tokenizer = this.unclaimed ?? Tokenizer.fromString(this.json);
+      tokenizer = this.unclaimed ?? this.build();
       this.unclaimed = undefined;
       // Padding is the batcher's job: it pads to the longest member of the batch it cuts.
       tokenizer.disablePadding();
@@ -477,4 +502,21 @@ async function readJsonIfPresent<T>(path: string): Promise<Partial<T>> {
   } catch (cause) {
     throw new ModelFolderError(`${path} is not valid JSON`, { cause, field: path });
   }
+}
+
+function loadError(folder: string, cause: unknown): ModelFolderError {
+  return new ModelFolderError(`${folder}/tokenizer.json could not be loaded: ${String(cause)}`, {
+    cause,
+    field: 'tokenizer.json',
+  });
+}
+
+/** tokenizer.json's `added_tokens`: [{id, content}, ...]; anything else reads as none. */
+function addedTokenIds(added: unknown): Map<string, number> {
+  const ids = new Map<string, number>();
+  if (!Array.isArray(added)) return ids;
+  for (const token of added as { id?: unknown; content?: unknown }[])
+    if (typeof token.content === 'string' && typeof token.id === 'number')
+      ids.set(token.content, token.id);
+  return ids;
 }
