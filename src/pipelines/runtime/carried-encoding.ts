@@ -7,7 +7,6 @@
 // special tokens added, no stride. That is what the tasks that carry make (featureExtraction,
 // single-text classification); any other encode misses and is made on the thread as before.
 import { InferenceError } from '../../errors.ts';
-import type { EncodeOptions } from './text-tokenizer.ts';
 import type { TokenizedText } from './lazy-encoding.ts';
 
 /** Plain data: it crosses to the inference thread by structured clone. */
@@ -20,6 +19,14 @@ export interface CarriedEncoding {
   typeIds?: number[];
 }
 
+/** What plainEncodeLength reads of text-tokenizer.ts's EncodeOptions (which imports this file). */
+interface PlainOptions {
+  truncation?: string | false;
+  maxLength?: number;
+  stride?: number;
+  addSpecialTokens?: boolean;
+}
+
 /** A batch's carried encodings, in input order; null for an input that carries none. */
 export type CarriedEncodings = readonly (CarriedEncoding | null)[];
 
@@ -29,7 +36,7 @@ export type CarriedEncodings = readonly (CarriedEncoding | null)[];
  * may answer it.
  */
 export function plainEncodeLength(
-  options: EncodeOptions,
+  options: PlainOptions,
   tokenizerMax: number | undefined,
 ): number | undefined {
   if (options.truncation !== undefined && options.truncation !== 'longest_first') return undefined;
