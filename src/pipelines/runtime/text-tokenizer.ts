@@ -3,12 +3,14 @@
 // longest-first for pairs, padding done by the caller when it assembles a batch.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  Tokenizer,
-  type Encoding,
-  type TruncationStrategy as RustTruncationStrategy,
-} from 'tokenizers';
+import type { Encoding, Tokenizer } from 'tokenizers';
 import { InputError, ModelFolderError } from '../../errors.ts';
+import {
+  RustTokenizers,
+  tokenizerLoadError,
+  type TokenizerBuild,
+  type TruncationStrategy,
+} from './rust-tokenizers.ts';
 import { toTokenized, type TokenizedText } from './lazy-encoding.ts';
 import {
   CarriedStore,
@@ -26,7 +28,7 @@ import { wordPrefix } from './word-prefix.ts';
  */
 const PREFIX_FIRST_RUNG = 5;
 
-export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
+export type { TokenizerBuild, TruncationStrategy } from './rust-tokenizers.ts';
 
 export interface EncodeOptions {
   /** false disables truncation; default 'longest_first' as in Python's `truncation=True`. */
@@ -40,9 +42,6 @@ export interface EncodeOptions {
 export type { TokenizedText } from './lazy-encoding.ts';
 
 export type TextInput = string | readonly [string, string];
-
-/** When a tokenizer builds its Rust tokenizer (TextTokenizer.load). */
-export type TokenizerBuild = 'now' | 'onDemand';
 
 interface TokenizerConfigFile {
   model_max_length?: number;
@@ -73,13 +72,7 @@ export class TextTokenizer {
   readonly maxLength: number | undefined;
   readonly special: SpecialTokens;
   readonly config: TokenizerConfigFile;
-  /** Truncation settings live inside the Rust tokenizer, so each setting gets its own instance. */
-  private readonly instances = new Map<string, Tokenizer>();
-  /**
-   * The instance made at load, until the first encode's settings claim it: a pipeline that only
-   * ever truncates then holds one Rust tokenizer, not two, in each thread.
-   */
-  private unclaimed: Tokenizer | undefined;
+  private readonly rust: RustTokenizers;
   /** tokenizer.json's added tokens (the special ones among them), by content: no Rust call. */
   private readonly addedIds: ReadonlyMap<string, number>;
   /** A single text's type ids are all 0 (tokenizer.json's post-processor says so). */
@@ -103,7 +96,7 @@ export class TextTokenizer {
     const parsed = JSON.parse(json) as { post_processor?: unknown; added_tokens?: unknown };
     this.singleTypesZero = singleTypeIdsAreZero(parsed.post_processor);
     this.addedIds = addedTokenIds(parsed.added_tokens);
-    if (build === 'now') this.unclaimed = this.build();
+    this.rust = new RustTokenizers(folder, json, build);
   }
 
   /**
@@ -160,29 +153,17 @@ export class TextTokenizer {
     try {
       return new TextTokenizer(folder, json, config, special, fallbackMaxLength, build);
     } catch (cause) {
-      throw loadError(folder, cause);
+      throw tokenizerLoadError(folder, cause);
     }
-  }
-
-  private build(): Tokenizer {
-    try {
-      return Tokenizer.fromString(this.json);
-    } catch (cause) {
-      throw loadError(this.folder, cause);
-    }
-  }
-
-  /** Any instance (vocabulary lookups and decoding do not depend on truncation), built if none is. */
-  private get vocabulary(): Tokenizer {
-    const held = this.unclaimed ?? this.instances.values().next().value;
-    if (held !== undefined) return held;
-    this.unclaimed = this.build();
-    return this.unclaimed;
   }
 
   /** The Rust tokenizers this one holds (for tests and diagnostics). */
   get instanceCount(): number {
-    return this.instances.size + (this.unclaimed === undefined ? 0 : 1);
+    return this.rust.count;
+  }
+
+  private get vocabulary(): Tokenizer {
+    return this.rust.any();
   }
 
   tokenId(token: string | undefined): number | undefined {
@@ -418,38 +399,14 @@ export class TextTokenizer {
   }
 
   private instance(options: EncodeOptions): Tokenizer {
-    const truncation = options.truncation ?? 'longest_first';
-    const maxLength = options.maxLength ?? this.maxLength;
-    const key =
-      truncation === false || maxLength === undefined
-        ? 'none'
-        : `${truncation}:${maxLength}:${options.stride ?? 0}`;
-    let tokenizer = this.instances.get(key);
-    if (tokenizer === undefined) {
-      tokenizer = this.unclaimed ?? this.build();
-      this.unclaimed = undefined;
-      // Padding is the batcher's job: it pads to the longest member of the batch it cuts.
-      tokenizer.disablePadding();
-      if (key === 'none') tokenizer.disableTruncation();
-      else
-        tokenizer.setTruncation(maxLength as number, {
-          strategy: STRATEGIES[truncation as TruncationStrategy],
-          stride: options.stride ?? 0,
-          direction: this.config.truncation_side === 'left' ? 'left' : 'right',
-        });
-      this.instances.set(key, tokenizer);
-    }
-    return tokenizer;
+    return this.rust.forSetting({
+      truncation: options.truncation ?? 'longest_first',
+      maxLength: options.maxLength ?? this.maxLength,
+      stride: options.stride ?? 0,
+      side: this.config.truncation_side === 'left' ? 'left' : 'right',
+    });
   }
 }
-
-// The package declares these as an ambient const enum, which isolated modules cannot read;
-// the strings are the enum's values.
-const STRATEGIES = {
-  longest_first: 'LongestFirst' as RustTruncationStrategy,
-  only_first: 'OnlyFirst' as RustTruncationStrategy,
-  only_second: 'OnlySecond' as RustTruncationStrategy,
-} satisfies Record<TruncationStrategy, RustTruncationStrategy>;
 
 function assertTextInput(input: unknown, index: number): void {
   if (typeof input === 'string') return;
@@ -502,13 +459,6 @@ async function readJsonIfPresent<T>(path: string): Promise<Partial<T>> {
   } catch (cause) {
     throw new ModelFolderError(`${path} is not valid JSON`, { cause, field: path });
   }
-}
-
-function loadError(folder: string, cause: unknown): ModelFolderError {
-  return new ModelFolderError(`${folder}/tokenizer.json could not be loaded: ${String(cause)}`, {
-    cause,
-    field: 'tokenizer.json',
-  });
 }
 
 /** tokenizer.json's `added_tokens`: [{id, content}, ...]; anything else reads as none. */
