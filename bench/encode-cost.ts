@@ -13,10 +13,10 @@ import { parseArgs } from 'node:util';
 import { BURST_TEXTS } from '../src/engine/burst-encoder.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
-import { Tensor } from '../src/runtime/tensor.ts';
 import type { OrtSession } from '../src/runtime/session.ts';
 import { INT8_EMBEDDING } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
+import { idsFeeds } from './lib/raw-feeds.ts';
 import { percentile, round } from './lib/stats.ts';
 import { writeResultLine } from './lib/run-record.ts';
 
@@ -37,21 +37,6 @@ const session = model.session;
 const tokenizer = await TextTokenizer.load(folder);
 const ids = (await tokenizer.encode(texts, { maxLength: MAX_LENGTH })).map((e) => e.ids);
 
-function feedsOf(row: readonly number[]): Record<string, Tensor> {
-  const n = row.length;
-  const feeds: Record<string, Tensor> = {};
-  for (const name of session.inputNames) {
-    const data =
-      name === 'input_ids'
-        ? BigInt64Array.from(row, BigInt)
-        : name === 'attention_mask'
-          ? new BigInt64Array(n).fill(1n)
-          : new BigInt64Array(n);
-    feeds[name] = new Tensor('int64', data, [1, n]);
-  }
-  return feeds;
-}
-
 const coreMs = (): number => {
   const used = process.cpuUsage();
   return (used.user + used.system) / 1000;
@@ -66,7 +51,7 @@ async function afterRun(s: OrtSession): Promise<Cost> {
   let wall = 0;
   let core = 0;
   for (const [i, text] of texts.entries()) {
-    await s.run(feedsOf(ids[i] as number[]));
+    await s.run(idsFeeds([ids[i] as number[]], s.inputNames));
     const started = performance.now();
     const before = coreMs();
     await tokenizer.encode([text], { maxLength: MAX_LENGTH });

@@ -91,25 +91,24 @@ export class BatchEngine {
         tokenizers.set(definition.model, loadPricingTokenizer(model.path, pricing));
       }
       const tokenizer = await tokenizers.get(definition.model);
-      // One burst encoder a model: pipelines on the same tokenizer share its calls.
-      if (batching.pricing === 'tokens' && tokenizer !== undefined && canEncode(tokenizer))
-        if (!encoders.has(definition.model))
-          encoders.set(definition.model, new BurstEncoder(tokenizer));
-      const encoder = encoders.get(definition.model);
+      // One burst encoder a model: the pipelines it prices by tokens share its calls.
+      let encoder: BurstEncoder | undefined;
+      if (batching.pricing === 'tokens' && tokenizer !== undefined && canEncode(tokenizer)) {
+        encoder = encoders.get(definition.model) ?? new BurstEncoder(tokenizer);
+        encoders.set(definition.model, encoder);
+      }
       costs.set(alias, {
         task: definition.task,
         tokenizer,
         options: await costOptions(definition.task, model.path, definition.options),
         pricing: batching.pricing,
-        ...(batching.pricing === 'tokens' && encoder !== undefined ? { encoder } : {}),
+        ...(encoder !== undefined ? { encoder } : {}),
       });
     }
     const setup = {
       models: plan.models,
       pipelines: Object.fromEntries([...plan.pipelines].map(([alias, p]) => [alias, p.definition])),
-      tokenizersBuilt: [...encoders.keys()].map((model) =>
-        resolve((plan.models[model] as { path: string }).path),
-      ),
+      tokenizersBuilt: [...encoders.keys()].map((model) => resolve(plan.models[model]?.path ?? '')),
     };
     const shards = plan.shards.map(
       (spec) =>
