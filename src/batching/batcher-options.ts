@@ -15,6 +15,19 @@ export type BatchDevice = 'cpu' | 'gpu';
  */
 export const DEFAULT_BATCH_TOKENS: Record<BatchDevice, number> = { cpu: 256, gpu: 8192 };
 
+/**
+ * The default budget for a pipeline whose model is not batch invariant, which its thread runs one
+ * row per session call (src/pipelines/row-by-row.ts): its batch pads nothing and runs no wider,
+ * so the budget only sets how many records one message to a thread carries. Four 256-token
+ * records a message instead of one halved the main thread's CPU per int8 MiniLM record
+ * (docs/batching.md, "Rows run alone"); more would hold a burst's last records on one thread
+ * while the other idles.
+ */
+export const DEFAULT_ROWS_ALONE_BATCH_TOKENS: Record<BatchDevice, number> = {
+  cpu: 1024,
+  gpu: 8192,
+};
+
 /** Rows per batch when none is configured: a GPU is fed by the token budget, not the row cap. */
 export const DEFAULT_BATCH_ROWS: Record<BatchDevice, number> = { cpu: 32, gpu: 256 };
 
@@ -72,6 +85,8 @@ export interface CompiledBatcherOptions extends Omit<
 > {
   maxBatchSize: number;
   maxBatchTokens: number;
+  /** maxBatchTokens where the pipeline's rows run alone (the configured one, when configured). */
+  rowsAloneBatchTokens: number;
   pricing: 'tokens' | 'characters';
   resumeAt: number;
 }
@@ -86,6 +101,7 @@ export function compileBatcherOptions(
     ...parsed,
     maxBatchSize: parsed.maxBatchSize ?? DEFAULT_BATCH_ROWS[device],
     maxBatchTokens: parsed.maxBatchTokens ?? DEFAULT_BATCH_TOKENS[device],
+    rowsAloneBatchTokens: parsed.maxBatchTokens ?? DEFAULT_ROWS_ALONE_BATCH_TOKENS[device],
     pricing: parsed.pricing ?? DEFAULT_PRICING[device],
     resumeAt: parsed.resumeAt ?? Math.floor(parsed.maxQueued / 2),
   };

@@ -85,7 +85,6 @@ export class BatchEngine {
         .map((p) => p.definition.model),
     );
     for (const [alias, { definition, model, batching }] of plan.pipelines) {
-      queues.set(alias, new BatchQueue<Pending>(batching));
       if (!tokenizers.has(definition.model)) {
         const pricing = byTokens.has(definition.model) ? 'tokens' : 'characters';
         tokenizers.set(definition.model, loadPricingTokenizer(model.path, pricing));
@@ -119,11 +118,17 @@ export class BatchEngine {
           ...(runtime.workerFile !== undefined ? { workerFile: runtime.workerFile } : {}),
         }),
     );
+    let rowsAlone: Set<string>;
     try {
-      await Promise.all(shards.map((shard) => shard.warmup()));
+      rowsAlone = new Set((await Promise.all(shards.map((shard) => shard.warmup()))).flat());
     } catch (err) {
       await Promise.all(shards.map((shard) => shard.abort()));
       throw err;
+    }
+    // Only the threads know whether a model is batch invariant (they scan its graph as it loads).
+    for (const [alias, { batching }] of plan.pipelines) {
+      const budget = rowsAlone.has(alias) ? batching.rowsAloneBatchTokens : batching.maxBatchTokens;
+      queues.set(alias, new BatchQueue<Pending>({ ...batching, maxBatchTokens: budget }));
     }
     logger.info(
       { shards: shards.map((s) => s.spec), pipelines: [...queues.keys()] },

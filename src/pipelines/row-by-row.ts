@@ -38,3 +38,11 @@ export function batchSafe<Input, Output>(
   if (pipeline.model.batchInvariant || pipeline.splitsRows === true) return pipeline;
   return new RowByRowPipeline(pipeline);
 }
+
+/**
+ * Whether a pipeline as batchSafe leaves it runs each row of a batch in a session call of its own:
+ * the row-by-row wrapper does, and so does a pipeline that splits rows itself for such a model.
+ */
+export function runsRowsAlone(pipeline: Pipeline<unknown, unknown>): boolean {
+  return !pipeline.model.batchInvariant;
+}

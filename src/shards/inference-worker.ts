@@ -7,6 +7,7 @@ import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { serializeError } from '../errors.ts';
 import { BusyClock } from './busy-clock.ts';
 import { createHugot, type Hugot } from '../hugot.ts';
+import { runsRowsAlone } from '../pipelines/row-by-row.ts';
 import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 
 let loading: Promise<Hugot> | undefined;
@@ -38,7 +39,12 @@ export default async function handle(request: WorkerRequest): Promise<WorkerResp
     const hugot = await load();
     switch (request.kind) {
       case 'warmup':
-        return { kind: 'ready', pipelines: hugot.aliases(), threadId };
+        return {
+          kind: 'ready',
+          pipelines: hugot.aliases(),
+          rowsAlone: hugot.aliases().filter((alias) => runsRowsAlone(hugot.pipeline(alias))),
+          threadId,
+        };
       case 'run': {
         const started = performance.now();
         const outputs = await hugot.run(request.pipeline, request.inputs, request.encodings);

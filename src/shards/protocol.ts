@@ -37,6 +37,12 @@ export type WorkerRequest =
     };
 
 export type WorkerResponse =
-  | { kind: 'ready'; pipelines: string[]; threadId: number }
+  | {
+      kind: 'ready';
+      pipelines: string[];
+      /** The pipelines whose model is not batch invariant: each row runs in a call of its own. */
+      rowsAlone: string[];
+      threadId: number;
+    }
   | { kind: 'outputs'; outputs: unknown[]; threadId: number; computeMs: number }
   | { kind: 'failed'; error: SerializedError; threadId: number };

@@ -115,12 +115,20 @@ export class Shard {
     return !this.closed && this.running < this.capacity;
   }
 
-  /** Loads every pipeline on every thread before traffic arrives. */
-  async warmup(): Promise<void> {
+  /**
+   * Loads every pipeline on every thread before traffic arrives; resolves to the pipelines whose
+   * rows run alone (a model that is not batch invariant) on any thread.
+   */
+  async warmup(): Promise<string[]> {
     const replies = await Promise.all(
       Array.from({ length: this.spec.threads }, () => this.pool.run({ kind: 'warmup' })),
     );
-    for (const reply of replies) if (reply.kind === 'failed') throw deserializeError(reply.error);
+    const rowsAlone = new Set<string>();
+    for (const reply of replies) {
+      if (reply.kind === 'failed') throw deserializeError(reply.error);
+      if (reply.kind === 'ready') for (const alias of reply.rowsAlone) rowsAlone.add(alias);
+    }
+    return [...rowsAlone];
   }
 
   async run(pipeline: string, inputs: unknown[], encodings?: CarriedEncodings): Promise<BatchRun> {

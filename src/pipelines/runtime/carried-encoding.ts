@@ -45,49 +45,58 @@ export function plainEncodeLength(
   return options.maxLength ?? tokenizerMax;
 }
 
-function carriedKey(text: string, maxLength: number): string {
-  return `${maxLength}\u0000${text}`;
+interface Held {
+  encoding: TokenizedText;
+  holds: number;
 }
 
 /**
  * A thread's carried encodings, each held by the batches under way that carried it. Two batches
- * on a thread may carry the same text: it stays until the last of them releases it.
+ * on a thread may carry the same text: it stays until the last of them releases it. Keyed by
+ * length, then by the text itself (a key joining the two would copy every text twice a record).
  */
 export class CarriedStore {
-  private readonly held = new Map<string, { encoding: TokenizedText; holds: number }>();
+  private readonly held = new Map<number, Map<string, Held>>();
   /** Encodes answered from here. */
   answered = 0;
 
   get size(): number {
-    return this.held.size;
+    let size = 0;
+    for (const texts of this.held.values()) size += texts.size;
+    return size;
   }
 
   /** Holds `encodings` until the returned release is called (once; later calls do nothing). */
   hold(encodings: CarriedEncodings): () => void {
-    const keys: string[] = [];
+    const kept: CarriedEncoding[] = [];
     for (const carried of encodings) {
       if (carried === null) continue;
-      const key = carriedKey(carried.text, carried.maxLength);
-      const held = this.held.get(key);
-      if (held === undefined) this.held.set(key, { encoding: carriedTokenized(carried), holds: 1 });
+      let texts = this.held.get(carried.maxLength);
+      if (texts === undefined) this.held.set(carried.maxLength, (texts = new Map<string, Held>()));
+      const held = texts.get(carried.text);
+      if (held === undefined)
+        texts.set(carried.text, { encoding: carriedTokenized(carried), holds: 1 });
       else held.holds += 1;
-      keys.push(key);
+      kept.push(carried);
     }
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      for (const key of keys) {
-        const held = this.held.get(key);
-        if (held === undefined) continue;
+      for (const { text, maxLength } of kept) {
+        const texts = this.held.get(maxLength);
+        const held = texts?.get(text);
+        if (texts === undefined || held === undefined) continue;
         held.holds -= 1;
-        if (held.holds === 0) this.held.delete(key);
+        if (held.holds > 0) continue;
+        texts.delete(text);
+        if (texts.size === 0) this.held.delete(maxLength);
       }
     };
   }
 
   find(text: string, maxLength: number): TokenizedText | undefined {
-    const held = this.held.get(carriedKey(text, maxLength));
+    const held = this.held.get(maxLength)?.get(text);
     if (held === undefined) return undefined;
     this.answered += 1;
     return held.encoding;

@@ -23,11 +23,10 @@ export function textFeeds(
   const width = batch.reduce((max, e) => Math.max(max, e.ids.length), 0);
   const dims = [rows, width];
   const tensor = (field: 'ids' | 'attentionMask' | 'typeIds', pad: number): Tensor => {
-    const values = new BigInt64Array(rows * width).fill(BigInt(pad));
+    const values = new BigInt64Array(rows * width);
     batch.forEach((encoding, row) => {
       const source = encoding[field];
-      const base = row * width;
-      for (let i = 0; i < encoding.ids.length; i += 1) values[base + i] = BigInt(source[i] ?? pad);
+      writeInt64Row(values, row * width, width, encoding.ids.length, source, pad);
     });
     return new Tensor('int64', values, dims);
   };
@@ -38,6 +37,41 @@ export function textFeeds(
     else if (name === 'token_type_ids') feeds[name] = tensor('typeIds', 0);
   }
   return feeds;
+}
+
+/** Whether this machine stores an int64's low 32 bits first (x64 and arm64 do). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const INT32_MAX = 2 ** 31 - 1;
+const INT32_MIN = -(2 ** 31);
+
+/**
+ * Writes `length` values of `source` (then `pad` up to `width`) into `target` from `base`. Token
+ * ids, masks and type ids fit 32 bits: on a little-endian machine each goes in as two 32-bit
+ * words, without making a BigInt per value (a third of a record's feed-building time).
+ */
+function writeInt64Row(
+  target: BigInt64Array,
+  base: number,
+  width: number,
+  length: number,
+  source: readonly number[],
+  pad: number,
+): void {
+  if (!LITTLE_ENDIAN) {
+    for (let i = 0; i < width; i += 1)
+      target[base + i] = BigInt(i < length ? (source[i] ?? pad) : pad);
+    return;
+  }
+  const words = new Int32Array(target.buffer, target.byteOffset + base * 8, width * 2);
+  for (let i = 0; i < width; i += 1) {
+    const value = i < length ? (source[i] ?? pad) : pad;
+    if (value > INT32_MAX || value < INT32_MIN) {
+      target[base + i] = BigInt(value);
+      continue;
+    }
+    words[2 * i] = value;
+    words[2 * i + 1] = value < 0 ? -1 : 0;
+  }
 }
 
 /** A float output (float32, or float16 decoded to float32) as a flat array with its dimensions. */

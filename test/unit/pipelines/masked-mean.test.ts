@@ -1,5 +1,6 @@
-// Mean pooling unrolled four lanes a step must equal the plain per-value sum for every vector
-// size, including sizes that leave a remainder, at any offset in the batch's output.
+// Mean pooling summed four attended tokens a pass must equal the plain per-value sum for every
+// vector size, for attended counts that leave a remainder of tokens, at any offset in the batch's
+// output.
 import { describe, expect, it } from 'vitest';
 import { maskedMean } from '../../../src/pipelines/runtime/math.ts';
 
