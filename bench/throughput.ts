@@ -4,7 +4,9 @@
 //                   a calibration search finds (every thread split x batch size and token budget),
 //                   a session per thread; in the --repeat turns and the int8 pass also raw-shared,
 //                   the same layout on one native session shared by the threads (and in the int8
-//                   pass ours priced by characters: what carrying encodings to the threads buys)
+//                   pass ours priced by characters: what carrying encodings to the threads buys;
+//                   ours at the CPU's 256-token budget: what the rows-alone budget buys; and each
+//                   contender's CPU per record by thread kind)
 //   ours            the in-process engine, every record submitted at once
 //   transformers.js @huggingface/transformers' pipelines, in the best layout its own search finds
 //                   (every thread split x batch size, per task)
@@ -44,7 +46,7 @@ import {
 } from './lib/contenders.ts';
 import { loadTexts } from './lib/corpus.ts';
 import { round } from './lib/stats.ts';
-import { repeatVsRaw, spread, vsRawOnly, type RepeatRun } from './lib/repeat-vs-raw.ts';
+import { cpuMedians, repeatVsRaw, spread, vsRawOnly, type RepeatRun } from './lib/repeat-vs-raw.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import { benchOnDevice, type DeviceReport } from './lib/device-bench.ts';
 import { benchTask, type TaskReport } from './lib/task-bench.ts';
@@ -232,6 +234,8 @@ const int8 = runsInt8
       shared: true,
       // What carrying the encodings to the threads buys (docs/batching.md).
       byCharacters: true,
+      // What the rows-alone budget buys: int8 MiniLM is not batch invariant (docs/batching.md).
+      budget256: true,
       log,
     })
   : undefined;
@@ -321,6 +325,7 @@ writeResultLine({
             vs_raw_shared: spread(int8.runs, 'rawShared').median,
             vs_best_raw: spread(int8.runs, 'bestRaw').median,
             vs_ours_priced_by_characters: spread(int8.runs, 'oursByCharacters').median,
+            vs_ours_budget_256: spread(int8.runs, 'oursBudget256').median,
           },
           ...spreadFields(int8.runs),
           ...(int8.runs.length < 2
@@ -329,7 +334,10 @@ writeResultLine({
                 vs_raw_one_row_spread: spread(int8.runs, 'rawOneRow'),
                 vs_raw_shared_spread: spread(int8.runs, 'rawShared'),
                 vs_ours_priced_by_characters_spread: spread(int8.runs, 'oursByCharacters'),
+                vs_ours_budget_256_spread: spread(int8.runs, 'oursBudget256'),
               }),
+          // Medians over the turns; total is each turn's sum over kinds, then the median.
+          cpu_ms_per_record: cpuMedians(int8.runs),
           raw: describeConfig(int8.raw),
         },
       }),

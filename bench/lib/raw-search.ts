@@ -7,6 +7,7 @@
 // A walk stops after two policies in a row below PRUNE_BELOW x its best, and the trials stop
 // when the search's time budget is spent.
 import { performance } from 'node:perf_hooks';
+import { addCpuSince, cpuByThreadKind } from './thread-cpu.ts';
 import {
   RawPool,
   cutBatches,
@@ -39,20 +40,27 @@ export interface RawSearch {
 export const PRUNE_BELOW = 0.75;
 const FINALISTS = 3;
 
-/** Times one policy on a running pool; undefined when the sample is too small to judge it. */
+/**
+ * Times one policy on a running pool; undefined when the sample is too small to judge it. `cpu`
+ * gets the timed part's CPU milliseconds by thread kind added (thread-cpu.ts).
+ */
 export async function timeRaw(
   pool: RawPool,
   rows: readonly number[][],
   split: ThreadSplit,
   policy: BatchPolicy,
+  cpu?: Map<string, number>,
 ): Promise<number | undefined> {
   const batches = cutBatches(rows, policy);
   if (batches.length < 2 * split.workers) return undefined;
   // Warm-up on the longest batches: the arena grows to the largest shape before the clock runs.
   await pool.run(batches.slice(-split.workers));
+  const before = cpu === undefined ? undefined : cpuByThreadKind();
   const started = performance.now();
   await pool.run(batches);
-  return rows.length / ((performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  if (cpu !== undefined && before !== undefined) addCpuSince(cpu, before);
+  return rows.length / seconds;
 }
 
 export async function searchRaw(

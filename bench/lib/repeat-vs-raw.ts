@@ -4,11 +4,13 @@
 // engine with its defaults are timed again, taking turns (which one goes first alternates, so a
 // load that drifts during the run weighs on both alike).
 import { performance } from 'node:perf_hooks';
+import type { BatcherOptions } from '../../src/batching/batcher-options.ts';
 import type { TaskSpec } from './contenders.ts';
 import { allAtOnce, startEngine } from './engine-runs.ts';
 import { RawPool, describeConfig, type RawConfig, type RawSessions } from './raw-pool.ts';
 import { searchRaw, timeRaw } from './raw-search.ts';
 import { percentile, round } from './stats.ts';
+import { addCpuSince, cpuByThreadKind, cpuPerRecord } from './thread-cpu.ts';
 
 export interface RepeatRun {
   raw: number;
@@ -19,7 +21,14 @@ export interface RepeatRun {
   rawShared?: number;
   /** Our engine priced by characters, its encodes made on the threads (when asked for). */
   oursByCharacters?: number;
+  /** Our engine with the CPU's 256-token budget for every pipeline (when asked for). */
+  oursBudget256?: number;
+  /** Each contender's CPU milliseconds per record over its timed part, by thread kind. */
+  cpu?: Partial<Record<Contender, Record<string, number>>>;
 }
+
+export type Contender =
+  'raw' | 'ours' | 'rawOneRow' | 'rawShared' | 'oursByCharacters' | 'oursBudget256';
 
 export interface Spread {
   /** ours ÷ raw of each run, in run order. */
@@ -52,6 +61,11 @@ export interface RepeatInput {
    * made on an inference thread, none carried from the main thread (docs/batching.md).
    */
   byCharacters?: boolean;
+  /**
+   * Also time our engine with the CPU's 256-token budget: what the rows-alone budget (1,024 for a
+   * model that is not batch invariant, src/batching/batcher-options.ts) buys.
+   */
+  budget256?: boolean;
   log: (line: string) => void;
 }
 
@@ -61,9 +75,11 @@ const MAX_WAIT_MS = 10;
 export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
   const { spec, texts, rows, raw, log } = input;
   const onnxPath = `${spec.modelFolder}/model.onnx`;
+  let cpu: NonNullable<RepeatRun['cpu']> = {};
   const timeRawOnce = async (
     config: RawConfig = raw,
     sessions: RawSessions = 'per-thread',
+    contender: Contender = 'raw',
   ): Promise<number> => {
     const pool = await RawPool.start(onnxPath, {
       workers: config.workers,
@@ -71,21 +87,31 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
       sessions,
     });
     try {
-      const rps = await timeRaw(pool, rows, config, config.batching);
+      const used = new Map<string, number>();
+      const rps = await timeRaw(pool, rows, config, config.batching, used);
       if (rps === undefined) throw new Error(`raw: too few rows for ${describeConfig(config)}`);
+      cpu[contender] = cpuPerRecord(used, rows.length);
       return rps;
     } finally {
       await pool.close();
     }
   };
-  const timeOursOnce = async (pricing?: 'characters'): Promise<number> => {
+  const timeOursOnce = async (
+    contender: Contender = 'ours',
+    batching: BatcherOptions = {},
+  ): Promise<number> => {
     const engine = await startEngine(spec.modelFolder, spec.pipeline, {
       maxWaitMs: MAX_WAIT_MS,
-      ...(pricing !== undefined ? { pricing } : {}),
+      ...batching,
     });
     try {
       await Promise.all(input.spare.slice(0, 2 * 32).map((text) => engine.submit('bench', text)));
-      return (await allAtOnce(engine, texts)).recordsPerSecond;
+      const used = new Map<string, number>();
+      const before = cpuByThreadKind();
+      const rps = (await allAtOnce(engine, texts)).recordsPerSecond;
+      addCpuSince(used, before);
+      cpu[contender] = cpuPerRecord(used, texts.length);
+      return rps;
     } finally {
       await engine.close();
     }
@@ -94,19 +120,33 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
   for (let i = 0; i < input.runs; i += 1) {
     const n = input.firstRun + i;
     const oursFirst = n % 2 === 1;
+    cpu = {};
     const first = await (oursFirst ? timeOursOnce() : timeRawOnce());
     const rawOneRow =
       input.oneRow === true
-        ? await timeRawOnce({ ...raw, batching: { kind: 'rows', size: 1 } })
+        ? await timeRawOnce(
+            { ...raw, batching: { kind: 'rows', size: 1 } },
+            'per-thread',
+            'rawOneRow',
+          )
         : undefined;
-    const rawShared = input.shared === true ? await timeRawOnce(raw, 'shared') : undefined;
+    const rawShared =
+      input.shared === true ? await timeRawOnce(raw, 'shared', 'rawShared') : undefined;
     const oursByCharacters =
-      input.byCharacters === true ? await timeOursOnce('characters') : undefined;
+      input.byCharacters === true
+        ? await timeOursOnce('oursByCharacters', { pricing: 'characters' })
+        : undefined;
+    const oursBudget256 =
+      input.budget256 === true
+        ? await timeOursOnce('oursBudget256', { maxBatchTokens: 256 })
+        : undefined;
     const second = await (oursFirst ? timeRawOnce() : timeOursOnce());
     const run: RepeatRun = oursFirst ? { ours: first, raw: second } : { raw: first, ours: second };
     if (rawOneRow !== undefined) run.rawOneRow = rawOneRow;
     if (rawShared !== undefined) run.rawShared = rawShared;
     if (oursByCharacters !== undefined) run.oursByCharacters = oursByCharacters;
+    if (oursBudget256 !== undefined) run.oursBudget256 = oursBudget256;
+    run.cpu = cpu;
     runs.push(run);
     log(
       `${spec.name} run ${n}: raw ${run.raw.toFixed(2)}, ours ${run.ours.toFixed(2)} rec/s, ours ÷ raw ${(run.ours / run.raw).toFixed(3)}` +
@@ -118,16 +158,54 @@ export async function repeatVsRaw(input: RepeatInput): Promise<RepeatRun[]> {
           : `; raw-shared ${rawShared.toFixed(2)}, ours ÷ that ${(run.ours / rawShared).toFixed(3)}`) +
         (oursByCharacters === undefined
           ? ''
-          : `; ours priced by characters ${oursByCharacters.toFixed(2)}, ours ÷ that ${(run.ours / oursByCharacters).toFixed(3)}`),
+          : `; ours priced by characters ${oursByCharacters.toFixed(2)}, ours ÷ that ${(run.ours / oursByCharacters).toFixed(3)}`) +
+        (oursBudget256 === undefined
+          ? ''
+          : `; ours at a 256-token budget ${oursBudget256.toFixed(2)}, ours ÷ that ${(run.ours / oursBudget256).toFixed(3)}`),
     );
   }
   return runs;
 }
 
+/**
+ * Each contender's median over the runs of its CPU milliseconds per record, by thread kind
+ * (WorkerThread: inference threads; MainThread; libuv-worker: the tokenizer's async calls;
+ * V8Worker: the garbage collector's helpers), with their total.
+ */
+export function cpuMedians(
+  runs: readonly RepeatRun[],
+): Partial<Record<Contender, Record<string, number>>> {
+  const out: Partial<Record<Contender, Record<string, number>>> = {};
+  const contenders = new Set(runs.flatMap((run) => Object.keys(run.cpu ?? {}) as Contender[]));
+  for (const contender of contenders) {
+    const measured = runs.flatMap((run) => {
+      const byKind = run.cpu?.[contender];
+      return byKind === undefined ? [] : [byKind];
+    });
+    const kinds = new Set(measured.flatMap((byKind) => Object.keys(byKind)));
+    const medians: Record<string, number> = {};
+    for (const kind of kinds)
+      medians[kind] = round(
+        percentile(
+          measured.map((byKind) => byKind[kind] ?? 0),
+          50,
+        ),
+      );
+    medians['total'] = round(
+      percentile(
+        measured.map((byKind) => Object.values(byKind).reduce((a, b) => a + b, 0)),
+        50,
+      ),
+    );
+    out[contender] = medians;
+  }
+  return out;
+}
+
 /** `bestRaw`: each run's better of raw and raw-shared. */
 export function spread(
   runs: readonly RepeatRun[],
-  against: 'raw' | 'rawOneRow' | 'rawShared' | 'oursByCharacters' | 'bestRaw' = 'raw',
+  against: Exclude<Contender, 'ours'> | 'bestRaw' = 'raw',
 ): Spread {
   const contender = (run: RepeatRun): number =>
     against === 'bestRaw' ? Math.max(run.raw, run.rawShared ?? 0) : (run[against] ?? Number.NaN);
@@ -161,6 +239,8 @@ export interface RawOnlyInput {
   shared?: boolean;
   /** Also time ours priced by characters (RepeatInput.byCharacters). */
   byCharacters?: boolean;
+  /** Also time ours at the CPU's 256-token budget (RepeatInput.budget256). */
+  budget256?: boolean;
   log: (line: string) => void;
 }
 
@@ -202,6 +282,7 @@ export async function vsRawOnly(
     oneRow: input.oneRow === true,
     shared: input.shared === true,
     byCharacters: input.byCharacters === true,
+    budget256: input.budget256 === true,
     log,
   });
   return { raw: search.best, searchSeconds, runs };
