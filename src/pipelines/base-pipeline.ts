@@ -10,6 +10,7 @@ import type {
   LinkedRun,
   ResidentOutputs,
   ResidentRun,
+  RunOptions,
 } from '../runtime/session.ts';
 import type { z } from 'zod';
 import { FeedMismatchError, HugotError, InferenceError, OrtStatusError } from '../errors.ts';
@@ -109,9 +110,12 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
     feeds: Feeds,
     outputNames?: readonly string[],
     session: OrtSession = this.model.session,
+    options?: RunOptions,
   ): Promise<Record<string, Tensor>> {
     return this.counted(() =>
-      outputNames === undefined ? session.run(feeds) : session.run(feeds, outputNames),
+      outputNames === undefined && options === undefined
+        ? session.run(feeds)
+        : session.run(feeds, outputNames, options),
     );
   }
 
@@ -152,7 +156,13 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
   protected async inferText(
     encoded: readonly TokenizedText[],
     outputNames?: readonly string[],
+    options?: RunOptions,
   ): Promise<Record<string, Tensor>> {
-    return this.infer(textFeeds(encoded, this.model.inputNames, this.tokenizer.padId), outputNames);
+    return this.infer(
+      textFeeds(encoded, this.model.inputNames, this.tokenizer.padId),
+      outputNames,
+      this.model.session,
+      options,
+    );
   }
 }

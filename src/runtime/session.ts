@@ -12,6 +12,14 @@ export type TensorMetadata = InferenceSession.TensorValueMetadata;
 export type Feeds = Record<string, Tensor>;
 export type Outputs = Record<string, Tensor>;
 
+export interface RunOptions {
+  /**
+   * float32 outputs in memory from this thread's outputScratch (output-scratch.ts), where the
+   * binding copies outputs (ours); the caller gives each back once read. Ignored elsewhere.
+   */
+  scratch?: boolean;
+}
+
 /**
  * One session's run feeding another's: `link` maps each of `next`'s inputs to the output of this
  * session that feeds it. Where the binding can (ours, through IO binding), linked values stay in
@@ -83,7 +91,7 @@ export interface OrtSession {
   readonly inputMetadata: readonly ValueMetadata[];
   readonly outputMetadata: readonly ValueMetadata[];
   /** Runs the graph; with `fetches`, only those outputs are computed and returned. */
-  run(feeds: Feeds, fetches?: readonly string[]): Promise<Outputs>;
+  run(feeds: Feeds, fetches?: readonly string[], options?: RunOptions): Promise<Outputs>;
   /** Runs this session, then `run.next` on its linked outputs; returns `next`'s outputs. */
   runLinked(run: LinkedRun): Promise<Outputs>;
   /** Present on bindings that can keep outputs where they are made (ours). */

@@ -19,6 +19,7 @@ import {
   type TaskDefinition,
 } from '../task-definition.ts';
 import { floatOutput, textFeeds } from '../runtime/tensors.ts';
+import { outputScratch } from '../../runtime/output-scratch.ts';
 import { poolsOnDevice, takesFloat16Inputs } from '../../runtime/runtime-options.ts';
 import {
   POOLING_INPUTS,
@@ -107,13 +108,18 @@ export class FeatureExtractionPipeline extends BasePipeline<
   private async embed(encoded: readonly TokenizedText[]): Promise<FeatureExtractionResult[]> {
     const { normalize } = this.settled;
     if (this.devicePooling !== undefined) return this.poolOnDevice(encoded, this.devicePooling);
-    const outputs = await this.inferText(encoded, [this.outputName]);
+    // Every pooling copies what it keeps, so the hidden states go back to the scratch after it.
+    const outputs = await this.inferText(encoded, [this.outputName], { scratch: true });
     const hidden = floatOutput(outputs, this.outputName);
-    return encoded.map((encoding, b) => {
-      const result = this.pool(hidden.data, hidden.dims, b, encoding.attentionMask);
-      if (!normalize) return result;
-      return Array.isArray(result) ? result.map(l2Normalize) : l2Normalize(result);
-    });
+    try {
+      return encoded.map((encoding, b) => {
+        const result = this.pool(hidden.data, hidden.dims, b, encoding.attentionMask);
+        if (!normalize) return result;
+        return Array.isArray(result) ? result.map(l2Normalize) : l2Normalize(result);
+      });
+    } finally {
+      outputScratch.giveBack(outputs[this.outputName]?.data);
+    }
   }
 
   /** One linked run: the encoder, then the pooling graph on its output, where it was computed. */

@@ -20,8 +20,10 @@ import {
   type ResidentOutputs,
   type ResidentRun,
   type ResidentTensor,
+  type RunOptions,
   type ValueMetadata,
 } from '../session.ts';
+import { outputScratch } from '../output-scratch.ts';
 import { HostCopiers } from './host-copiers.ts';
 import { ResidentValue } from './resident-value.ts';
 import type { Tensor } from '../tensor.ts';
@@ -214,14 +216,14 @@ export class NativeSession implements OrtSession {
     return this.open();
   }
 
-  async run(feeds: Feeds, fetches?: readonly string[]): Promise<Outputs> {
-    if (!this.runsOffThread) return Promise.resolve(this.runSync(feeds, fetches));
+  async run(feeds: Feeds, fetches?: readonly string[], options?: RunOptions): Promise<Outputs> {
+    if (!this.runsOffThread) return Promise.resolve(this.runSync(feeds, fetches, options));
     const run = this.prepareRun(feeds, fetches);
     const settled = this.lib.callOffThread('Run', ...run.args);
     this.running.add(settled);
     try {
       await settled;
-      return this.readRun(run);
+      return this.readRun(run, options);
     } catch (err) {
       throw this.runError(err);
     } finally {
@@ -232,11 +234,15 @@ export class NativeSession implements OrtSession {
   }
 
   /** Run, on the calling thread. */
-  runSync(feeds: Feeds, fetches: readonly string[] = this.outputNames): Outputs {
+  runSync(
+    feeds: Feeds,
+    fetches: readonly string[] = this.outputNames,
+    options?: RunOptions,
+  ): Outputs {
     const run = this.prepareRun(feeds, fetches);
     try {
       this.lib.call('Run', ...run.args);
-      return this.readRun(run);
+      return this.readRun(run, options);
     } catch (err) {
       throw this.runError(err);
     } finally {
@@ -282,10 +288,11 @@ export class NativeSession implements OrtSession {
     return run;
   }
 
-  private readRun({ outputNames, outputValues }: PreparedRun): Outputs {
+  private readRun({ outputNames, outputValues }: PreparedRun, options?: RunOptions): Outputs {
     const out: Outputs = {};
+    const scratch = options?.scratch === true ? outputScratch : undefined;
     outputNames.forEach((name, i) => {
-      out[name] = readOutputValue(this.lib, outputValues[i] as Pointer, name);
+      out[name] = readOutputValue(this.lib, outputValues[i] as Pointer, name, scratch);
     });
     return out;
   }

@@ -5,6 +5,7 @@ import koffi from 'koffi';
 import { FeedMismatchError } from '../../errors.ts';
 import { Tensor } from '../tensor.ts';
 import type { OrtLibrary, Pointer } from './ort-library.ts';
+import type { OutputScratch } from '../output-scratch.ts';
 
 /** ONNXTensorElementDataType values by onnxruntime-common's type names. */
 export const ELEMENT_TYPES = {
@@ -184,11 +185,17 @@ export function valueShape(
  * A JS tensor with a copy of an output OrtValue's contents, which must be in CPU memory. The value
  * is not released here.
  */
-export function readOutputValue(lib: OrtLibrary, value: Pointer, name: string): Tensor {
+export function readOutputValue(
+  lib: OrtLibrary,
+  value: Pointer,
+  name: string,
+  scratch?: OutputScratch,
+): Tensor {
   const { type, dims, count } = valueShape(lib, value, name);
   if (type === 'string') return new Tensor('string', readStrings(lib, value, count), dims);
   // A copy, so that the OrtValue can be freed at once (ort-library.ts's copy says why not a view).
-  const data = ARRAYS[type](count);
+  const data =
+    scratch !== undefined && type === 'float32' ? scratch.take(count) : ARRAYS[type](count);
   if (count > 0) lib.copy(lib.out('GetTensorMutableData', value), data as ArrayBufferView);
   return new Tensor(type, data, dims);
 }
