@@ -112,11 +112,7 @@ export abstract class BasePipeline<Input, Output, Schema extends z.ZodType> impl
     session: OrtSession = this.model.session,
     options?: RunOptions,
   ): Promise<Record<string, Tensor>> {
-    return this.counted(() =>
-      outputNames === undefined && options === undefined
-        ? session.run(feeds)
-        : session.run(feeds, outputNames, options),
-    );
+    return this.counted(() => session.run(feeds, outputNames, options));
   }
 
   /** One counted linked run from the model's main session into `run.next` (a helper graph). */
