@@ -1,7 +1,8 @@
 // npm run bench:memory — peak resident memory of a CPU shard per session layout, each layout in a
 // child process of its own so that one layout's pages never count in another's peak. Layouts:
 // ours at the default (one single-threaded worker per core, arena and prepacking on), ours with
-// the memory arena off, ours with prepacking off, ours as one worker with every core as intra-op
+// the memory arena off, ours with prepacking off, ours sending each batch to a thread in a message
+// of its own (`batch_a_message`, no batching.maxMessageTokens), ours as one worker with every core as intra-op
 // threads, ours as one worker keeping a run per core going on libuv's pool (runsPerThread, the
 // `_async` layouts; raw_shared has one too), ours on a copy of the model whose weights sit in an external data file (ONNX Runtime
 // maps it instead of copying it; staged once under .cache/bench/memory), ours on onnxruntime-node's
@@ -161,6 +162,15 @@ const allLayouts: Layout[] = [
     workers: cores,
     intraOpThreads: 1,
     batching: { pricing: 'characters' },
+  },
+  {
+    // Each batch a message of its own to a thread: the CPU default before 2026-12-06's
+    // maxMessageTokens (several due batches a message).
+    name: 'batch_a_message',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    batching: { maxMessageTokens: 0 },
   },
   {
     name: 'mem_pattern_off',

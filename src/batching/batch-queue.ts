@@ -58,6 +58,11 @@ export class BatchQueue<T> {
     return this.count;
   }
 
+  /** Padded tokens one message to a thread may carry over several of this queue's batches. */
+  get messageTokens(): number {
+    return this.options.maxMessageTokens;
+  }
+
   get isPaused(): boolean {
     return this.paused;
   }
@@ -88,14 +93,18 @@ export class BatchQueue<T> {
     return item;
   }
 
-  /** Cuts the next batch if one is due at `now`; `flush` cuts even if not full or not due. */
-  cut(now: number, flush = false): CutResult<T> {
+  /**
+   * Cuts the next batch if one is due at `now`; `flush` cuts even if not full or not due. With
+   * `maxPadded`, a due batch of more padded tokens stays queued (a message's room, dispatcher.ts).
+   */
+  cut(now: number, flush = false, maxPadded = Infinity): CutResult<T> {
     const result: CutResult<T> = { expired: [], cancelled: [], waitMs: Infinity };
     this.dropDead(now, result);
     const anchor = this.anchor(now);
     if (anchor === undefined) return this.settle(result);
     const { batch, full } = this.gather(anchor);
     const waited = now - anchor.enqueuedAt;
+    if (paddedTokens(batch) > maxPadded) return this.settle(result);
     if (flush || full || waited >= this.options.maxWaitMs) {
       this.remove(batch);
       result.batch = batch;
@@ -203,4 +212,15 @@ export class BatchQueue<T> {
     this.paused = pressure === 'pause';
     for (const listener of this.pressureListeners) listener(pressure);
   }
+}
+
+/** What a batch costs the model: its longest item's tokens times its rows. */
+export function paddedTokens(batch: readonly QueueItem<unknown>[]): number {
+  let longest = 0;
+  let rows = 0;
+  for (const item of batch) {
+    longest = Math.max(longest, item.tokens);
+    rows += item.rows;
+  }
+  return longest * rows;
 }

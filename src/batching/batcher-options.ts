@@ -28,6 +28,16 @@ export const DEFAULT_ROWS_ALONE_BATCH_TOKENS: Record<BatchDevice, number> = {
   gpu: 8192,
 };
 
+/**
+ * Padded tokens one message to an inference thread carries when none is configured, over the
+ * batches in it (a batch larger than that travels alone). A burst's batches then cross to a
+ * thread several at a time, and the main thread's work per message (piscina's task, the
+ * structured clone, the reply's promise) is spread over their records; CPU batches of one
+ * 200-token record each went four a message (docs/batching.md, "Several batches a message").
+ * GPU: 0, one batch a message, until measured there.
+ */
+export const DEFAULT_MESSAGE_TOKENS: Record<BatchDevice, number> = { cpu: 1024, gpu: 0 };
+
 /** Rows per batch when none is configured: a GPU is fed by the token budget, not the row cap. */
 export const DEFAULT_BATCH_ROWS: Record<BatchDevice, number> = { cpu: 32, gpu: 256 };
 
@@ -53,6 +63,11 @@ export const batcherOptionsSchema = z
     maxBatchSize: z.number().int().min(1).optional(),
     /** Most padded tokens in one batch: the longest member's length times the rows. */
     maxBatchTokens: z.number().int().min(1).optional(),
+    /**
+     * Most padded tokens of the batches one message to a thread carries; 0: a batch a message.
+     * Only batches already due go together, so a quiet stream's batches still leave one by one.
+     */
+    maxMessageTokens: z.number().int().min(0).optional(),
     /** A batch is cut when its oldest item has waited this long, full or not. */
     maxWaitMs: z.number().min(0).default(10),
     /** How many of the oldest queued items are sorted by length to pick batch mates. */
@@ -81,12 +96,13 @@ export const batcherOptionsSchema = z
 export type BatcherOptions = z.input<typeof batcherOptionsSchema>;
 export interface CompiledBatcherOptions extends Omit<
   z.output<typeof batcherOptionsSchema>,
-  'resumeAt' | 'maxBatchTokens' | 'maxBatchSize' | 'pricing'
+  'resumeAt' | 'maxBatchTokens' | 'maxBatchSize' | 'pricing' | 'maxMessageTokens'
 > {
   maxBatchSize: number;
   maxBatchTokens: number;
   /** maxBatchTokens where the pipeline's rows run alone (the configured one, when configured). */
   rowsAloneBatchTokens: number;
+  maxMessageTokens: number;
   pricing: 'tokens' | 'characters';
   resumeAt: number;
 }
@@ -102,6 +118,7 @@ export function compileBatcherOptions(
     maxBatchSize: parsed.maxBatchSize ?? DEFAULT_BATCH_ROWS[device],
     maxBatchTokens: parsed.maxBatchTokens ?? DEFAULT_BATCH_TOKENS[device],
     rowsAloneBatchTokens: parsed.maxBatchTokens ?? DEFAULT_ROWS_ALONE_BATCH_TOKENS[device],
+    maxMessageTokens: parsed.maxMessageTokens ?? DEFAULT_MESSAGE_TOKENS[device],
     pricing: parsed.pricing ?? DEFAULT_PRICING[device],
     resumeAt: parsed.resumeAt ?? Math.floor(parsed.maxQueued / 2),
   };

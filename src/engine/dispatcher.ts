@@ -1,10 +1,16 @@
-// Moves batches from the pipelines' queues to the shards. A shard takes a batch whenever it has
-// room (each thread holds a running batch and the next one); queues are visited round-robin so
+// Moves batches from the pipelines' queues to the shards. A shard takes a message whenever it has
+// room (each thread holds a running message and the next one); a message carries a batch, or
+// several of a backlog (batching.maxMessageTokens); queues are visited round-robin so
 // one busy pipeline cannot hold the others back; a timer wakes the loop when the oldest waiting
 // item's maxWaitMs runs out.
 import { CancelledError, DeadlineExceededError, InputError } from '../errors.ts';
-import type { BatchQueue, QueueItem } from '../batching/batch-queue.ts';
-import type { Shard } from '../shards/shard.ts';
+import {
+  paddedTokens,
+  type BatchQueue,
+  type CutResult,
+  type QueueItem,
+} from '../batching/batch-queue.ts';
+import type { BatchRun, Shard } from '../shards/shard.ts';
 import type { CarriedEncoding } from '../pipelines/runtime/carried-encoding.ts';
 
 export interface Pending {
@@ -93,18 +99,10 @@ export class Dispatcher {
       for (let i = 0; i < names.length && !dispatched; i += 1) {
         const name = names[(this.nextQueue + i) % names.length] as string;
         const queue = this.queues.get(name) as BatchQueue<Pending>;
-        const cut = queue.cut(this.now(), this.flushing);
-        for (const item of cut.expired)
-          item.payload.reject(
-            new DeadlineExceededError(
-              `deadline passed after ${this.now() - item.enqueuedAt} ms in the '${name}' queue; it never ran`,
-            ),
-          );
-        for (const item of cut.cancelled)
-          item.payload.reject(new CancelledError(`cancelled while queued for '${name}'`));
+        const cut = this.cut(name, queue);
         if (cut.batch !== undefined) {
           this.nextQueue = (this.nextQueue + i + 1) % names.length;
-          this.dispatch(shard, name, cut.batch);
+          this.dispatch(shard, name, this.message(name, queue, cut.batch));
           dispatched = true;
         } else soonest = Math.min(soonest, cut.waitMs);
       }
@@ -133,6 +131,41 @@ export class Dispatcher {
     this.timer = undefined;
   }
 
+  /** The queue's next due batch, if any (within `room` padded tokens); the dead leave it failed. */
+  private cut(name: string, queue: BatchQueue<Pending>, room = Infinity): CutResult<Pending> {
+    const cut = queue.cut(this.now(), this.flushing, room);
+    for (const item of cut.expired)
+      item.payload.reject(
+        new DeadlineExceededError(
+          `deadline passed after ${this.now() - item.enqueuedAt} ms in the '${name}' queue; it never ran`,
+        ),
+      );
+    for (const item of cut.cancelled)
+      item.payload.reject(new CancelledError(`cancelled while queued for '${name}'`));
+    return cut;
+  }
+
+  /**
+   * The batches one message to a thread carries: the first, then whichever of the queue's next
+   * batches are already due and fit the message's room (maxMessageTokens). Only a backlog fills
+   * a message, so no batch waits for mates it would not have waited for alone.
+   */
+  private message(
+    name: string,
+    queue: BatchQueue<Pending>,
+    first: QueueItem<Pending>[],
+  ): QueueItem<Pending>[][] {
+    const batches = [first];
+    let room = queue.messageTokens - paddedTokens(first);
+    while (room > 0) {
+      const next = this.cut(name, queue, room).batch;
+      if (next === undefined) break;
+      batches.push(next);
+      room -= paddedTokens(next);
+    }
+    return batches;
+  }
+
   private freestShard(): Shard | undefined {
     let best: Shard | undefined;
     for (const shard of this.shards) {
@@ -141,41 +174,39 @@ export class Dispatcher {
     return best;
   }
 
-  private dispatch(shard: Shard, pipeline: string, batch: QueueItem<Pending>[]): void {
-    const longest = batch.reduce((max, item) => Math.max(max, item.tokens), 0);
-    const rows = batch.reduce((sum, item) => sum + item.rows, 0);
+  private dispatch(shard: Shard, pipeline: string, batches: QueueItem<Pending>[][]): void {
     const startedAt = this.now();
-    this.stats.batches += 1;
-    this.stats.items += batch.length;
-    this.stats.paddedTokens += longest * rows;
-    this.stats.realTokens += batch.reduce((sum, item) => sum + item.tokens * item.rows, 0);
+    for (const batch of batches) {
+      this.stats.batches += 1;
+      this.stats.items += batch.length;
+      this.stats.paddedTokens += paddedTokens(batch);
+      this.stats.realTokens += batch.reduce((sum, item) => sum + item.tokens * item.rows, 0);
+    }
     this.inFlight += 1;
     shard
-      .run(
+      .runBatches(
         pipeline,
-        batch.map((item) => item.payload.input),
-        carriedOf(batch),
+        batches.map((batch) => {
+          const encodings = carriedOf(batch);
+          return {
+            inputs: batch.map((item) => item.payload.input),
+            ...(encodings !== undefined ? { encodings } : {}),
+          };
+        }),
       )
       .then(
-        ({ outputs, computeMs }) => {
-          this.stats.computeMs += computeMs;
-          if (this.batchListeners.size > 0) {
-            const done: BatchDone = {
-              pipeline,
-              shard: shard.spec.name,
-              items: batch.length,
-              computeMs,
-              paddedTokens: longest * rows,
-              startedAt,
-              endedAt: this.now(),
-              traces: batch.map((item) => item.payload.trace),
-              enqueuedAt: batch.map((item) => item.enqueuedAt),
-            };
-            for (const listener of this.batchListeners) listener(done);
-          }
-          batch.forEach((item, i) => item.payload.resolve(outputs[i]));
-        },
-        (error: unknown) => this.failed(shard, pipeline, batch, error),
+        (settled) =>
+          Promise.all(
+            batches.map((batch, i) => {
+              const result = settled[i];
+              if (result === undefined || 'error' in result)
+                return this.failed(shard, pipeline, batch, result?.error);
+              this.delivered(shard, pipeline, batch, result, startedAt);
+              return Promise.resolve();
+            }),
+          ),
+        (error: unknown) =>
+          Promise.all(batches.map((batch) => this.failed(shard, pipeline, batch, error))),
       )
       .finally(() => {
         this.inFlight -= 1;
@@ -183,28 +214,53 @@ export class Dispatcher {
       });
   }
 
+  private delivered(
+    shard: Shard,
+    pipeline: string,
+    batch: QueueItem<Pending>[],
+    { outputs, computeMs }: BatchRun,
+    startedAt: number,
+  ): void {
+    this.stats.computeMs += computeMs;
+    if (this.batchListeners.size > 0) {
+      const done: BatchDone = {
+        pipeline,
+        shard: shard.spec.name,
+        items: batch.length,
+        computeMs,
+        paddedTokens: paddedTokens(batch),
+        startedAt,
+        endedAt: this.now(),
+        traces: batch.map((item) => item.payload.trace),
+        enqueuedAt: batch.map((item) => item.enqueuedAt),
+      };
+      for (const listener of this.batchListeners) listener(done);
+    }
+    batch.forEach((item, i) => item.payload.resolve(outputs[i]));
+  }
+
   /**
    * One input a pipeline refuses (an InputError) fails its whole batch. Its batch mates deserve
    * better: the batch is split and each input runs alone, so only the culprit fails.
    */
-  private failed(
+  private async failed(
     shard: Shard,
     pipeline: string,
     batch: QueueItem<Pending>[],
     error: unknown,
-  ): Promise<void> | void {
+  ): Promise<void> {
     if (batch.length === 1 || !(error instanceof InputError)) {
       for (const item of batch) item.payload.reject(error);
       return;
     }
-    return Promise.all(
+    await Promise.all(
       batch.map((item) =>
         shard.run(pipeline, [item.payload.input], carriedOf([item])).then(
           ({ outputs }) => item.payload.resolve(outputs[0]),
           (alone: unknown) => item.payload.reject(alone),
         ),
       ),
-    ).then(() => undefined);
+    );
   }
 
   private armTimer(waitMs: number): void {

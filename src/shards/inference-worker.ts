@@ -8,7 +8,7 @@ import { serializeError } from '../errors.ts';
 import { BusyClock } from './busy-clock.ts';
 import { createHugot, type Hugot } from '../hugot.ts';
 import { runsRowsAlone } from '../pipelines/row-by-row.ts';
-import type { WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
+import type { BatchResult, WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
 
 let loading: Promise<Hugot> | undefined;
 const clock = new BusyClock(() => performance.now());
@@ -46,15 +46,19 @@ export default async function handle(request: WorkerRequest): Promise<WorkerResp
           threadId,
         };
       case 'run': {
-        const started = performance.now();
-        const outputs = await hugot.run(request.pipeline, request.inputs, request.encodings);
-        const response: WorkerResponse = {
-          kind: 'outputs',
-          outputs,
-          threadId,
-          computeMs: clock.finish(started),
-        };
-        return withTransfers(response, transferables(outputs));
+        const arrived = performance.now();
+        const results: BatchResult[] = [];
+        // The clock counts a later batch of the message from the end of the one before it.
+        for (const batch of request.batches) {
+          try {
+            const outputs = await hugot.run(request.pipeline, batch.inputs, batch.encodings);
+            results.push({ kind: 'outputs', outputs, computeMs: clock.finish(arrived) });
+          } catch (err) {
+            clock.finish(arrived);
+            results.push({ kind: 'failed', error: serializeError(err) });
+          }
+        }
+        return withTransfers({ kind: 'outputs', results, threadId }, transferables(results));
       }
     }
   } catch (err) {
@@ -70,7 +74,7 @@ function withTransfers(response: WorkerResponse, buffers: ArrayBuffer[]): Worker
 
 /** Typed-array buffers in the outputs (embeddings) are moved to the main thread, not copied. */
 function transferables(value: unknown, found: ArrayBuffer[] = [], depth = 0): ArrayBuffer[] {
-  if (depth > 4 || value === null || typeof value !== 'object') return found;
+  if (depth > 6 || value === null || typeof value !== 'object') return found;
   if (ArrayBuffer.isView(value)) {
     if (value.buffer instanceof ArrayBuffer && !found.includes(value.buffer))
       found.push(value.buffer);

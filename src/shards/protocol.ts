@@ -26,15 +26,22 @@ export interface WorkerSetup {
   optionsCompiled?: boolean;
 }
 
+/** One batch of a run request: the thread runs it as one pipeline call. */
+export interface BatchInputs {
+  inputs: unknown[];
+  /** Encodings made while the inputs were priced, in input order (carried-encoding.ts). */
+  encodings?: CarriedEncodings;
+}
+
+/** How one batch of a run request ended; one batch's failure leaves the others' outputs. */
+export type BatchResult =
+  | { kind: 'outputs'; outputs: unknown[]; computeMs: number }
+  | { kind: 'failed'; error: SerializedError };
+
 export type WorkerRequest =
   | { kind: 'warmup' }
-  | {
-      kind: 'run';
-      pipeline: string;
-      inputs: unknown[];
-      /** Encodings made while the inputs were priced, in input order (carried-encoding.ts). */
-      encodings?: CarriedEncodings;
-    };
+  /** Batches of one pipeline, run one after another (batching.maxMessageTokens). */
+  | { kind: 'run'; pipeline: string; batches: BatchInputs[] };
 
 export type WorkerResponse =
   | {
@@ -44,5 +51,7 @@ export type WorkerResponse =
       rowsAlone: string[];
       threadId: number;
     }
-  | { kind: 'outputs'; outputs: unknown[]; threadId: number; computeMs: number }
+  /** A result per batch of the request, in its order. */
+  | { kind: 'outputs'; results: BatchResult[]; threadId: number }
+  /** The request as a whole failed (the thread could not load its pipelines). */
   | { kind: 'failed'; error: SerializedError; threadId: number };

@@ -1,7 +1,8 @@
-// One shard: a piscina pool of inference threads that all load the same pipelines. The batches
-// that die with their thread (a native crash, an exit; a thread holds up to two) are each retried
-// once on another thread; one that dies again fails with WorkerCrashedError. piscina replaces
-// dead threads itself.
+// One shard: a piscina pool of inference threads that all load the same pipelines. A message
+// carries one batch or several (batching.maxMessageTokens). The batches that die with their
+// thread (a native crash, an exit; a thread holds up to two messages) are each retried once, alone,
+// on another thread; one that dies again fails with WorkerCrashedError. piscina replaces dead
+// threads itself.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { ClosedError, WorkerCrashedError, deserializeError } from '../errors.ts';
@@ -12,7 +13,13 @@ import { compileTaskOptions } from '../pipelines/registry.ts';
 import { compileRuntimeOptions } from '../runtime/runtime-options.ts';
 import { releaseSharedSessions } from '../runtime/native/release-shared.ts';
 import { SharedSessions } from '../runtime/native/shared-sessions.ts';
-import type { PipelineDefinition, WorkerRequest, WorkerResponse, WorkerSetup } from './protocol.ts';
+import type {
+  BatchInputs,
+  PipelineDefinition,
+  WorkerRequest,
+  WorkerResponse,
+  WorkerSetup,
+} from './protocol.ts';
 import type { ShardSpec } from './shard-spec.ts';
 import type { CarriedEncodings } from '../pipelines/runtime/carried-encoding.ts';
 
@@ -53,11 +60,17 @@ export interface BatchRun {
   computeMs: number;
 }
 
+/** A batch of a message, once it ran: its outputs, or why it has none. */
+export type SettledBatch = BatchRun | { error: unknown };
+
 export class Shard {
   readonly spec: ShardSpec;
-  /** Batches it accepts at once: BATCHES_PER_THREAD per run a thread keeps going (one running, one waiting). */
+  /**
+   * Messages (of one batch or several) it accepts at once: BATCHES_PER_THREAD per run a thread
+   * keeps going (one running, one waiting).
+   */
   readonly capacity: number;
-  /** Batch runs cut short by their thread's death (a thread holds up to two batches). */
+  /** Messages and retried batches cut short by their thread's death. */
   crashes = 0;
   private running = 0;
   private closed = false;
@@ -132,24 +145,27 @@ export class Shard {
   }
 
   async run(pipeline: string, inputs: unknown[], encodings?: CarriedEncodings): Promise<BatchRun> {
+    const [settled] = await this.runBatches(pipeline, [
+      { inputs, ...(encodings !== undefined ? { encodings } : {}) },
+    ]);
+    if (settled === undefined || 'error' in settled) throw settled?.error;
+    return settled;
+  }
+
+  /**
+   * Runs several batches of one pipeline as one message to a thread, one after another; each
+   * settles on its own (one's InputError leaves the others' outputs). They take one place of the
+   * shard's capacity. Rejects only when the shard is closed.
+   */
+  async runBatches(pipeline: string, batches: BatchInputs[]): Promise<SettledBatch[]> {
     if (this.closed) throw new ClosedError(`shard ${this.spec.name} is closed`);
     this.running += 1;
     try {
-      const reply = await this.attempt({
-        kind: 'run',
-        pipeline,
-        inputs,
-        ...(encodings !== undefined ? { encodings } : {}),
-      });
-      if (reply.kind === 'failed') throw deserializeError(reply.error);
-      if (reply.kind !== 'outputs')
-        throw new Error(`unexpected reply '${reply.kind}' to a run request`);
-      return { outputs: reply.outputs, computeMs: reply.computeMs };
+      return await this.attempt({ kind: 'run', pipeline, batches });
     } finally {
       this.running -= 1;
     }
   }
-
   /** Waits for in-flight batches, then stops the threads. */
   async drain(): Promise<void> {
     this.closed = true;
@@ -167,10 +183,10 @@ export class Shard {
     releaseSharedSessions(this.sessions);
   }
 
-  private async attempt(request: RunRequest): Promise<WorkerResponse> {
-    const { pipeline, inputs } = request;
+  private async attempt(request: RunRequest): Promise<SettledBatch[]> {
+    const { pipeline, batches } = request;
     try {
-      return await this.pool.run(request);
+      return settle(await this.pool.run(request), batches.length);
     } catch (first) {
       if (this.closed)
         throw new ClosedError(`shard ${this.spec.name} closed while a batch was running`, {
@@ -178,23 +194,56 @@ export class Shard {
         });
       this.crashes += 1;
       this.logger.warn(
-        { err: first, shard: this.spec.name, pipeline, size: inputs.length },
-        'inference thread died; retrying the batch once',
+        { err: first, shard: this.spec.name, pipeline, batches: batches.length },
+        'inference thread died; retrying its batches once each',
       );
-      try {
-        // A thread holds two batches, so the first death may have been the other batch's doing.
-        // The retry runs alone: piscina puts a task that carries a signal only on an idle thread
-        // and gives that thread nothing else meanwhile, so a second death is this batch's own.
-        return await this.pool.run(request, { signal: new AbortController().signal });
-      } catch (second) {
-        this.crashes += 1;
-        throw new WorkerCrashedError(
-          `the inference thread died twice running a batch of ${inputs.length} for '${pipeline}' on shard ${this.spec.name}: ${errorMessage(second)}`,
-          { cause: second },
-        );
-      }
+      // A thread holds two messages, so the first death may have been the other's doing, and a
+      // message of several batches may hold the culprit beside innocent ones: each batch is
+      // retried in a message of its own, so that only a batch that kills a thread by itself fails.
+      return Promise.all(batches.map((batch) => this.retryAlone(pipeline, batch)));
     }
   }
+
+  private async retryAlone(pipeline: string, batch: BatchInputs): Promise<SettledBatch> {
+    try {
+      // piscina puts a task that carries a signal only on an idle thread and gives that thread
+      // nothing else meanwhile, so a second death is this batch's own.
+      const reply = await this.pool.run(
+        { kind: 'run', pipeline, batches: [batch] },
+        { signal: new AbortController().signal },
+      );
+      return settle(reply, 1)[0] as SettledBatch;
+    } catch (second) {
+      if (this.closed)
+        return {
+          error: new ClosedError(`shard ${this.spec.name} closed while a batch was running`, {
+            cause: second,
+          }),
+        };
+      this.crashes += 1;
+      return {
+        error: new WorkerCrashedError(
+          `the inference thread died twice running a batch of ${batch.inputs.length} for '${pipeline}' on shard ${this.spec.name}: ${errorMessage(second)}`,
+          { cause: second },
+        ),
+      };
+    }
+  }
+}
+
+/** Each batch's outputs or error, from a thread's reply to a run request of `count` batches. */
+function settle(reply: WorkerResponse, count: number): SettledBatch[] {
+  if (reply.kind === 'failed') {
+    const error = deserializeError(reply.error);
+    return Array.from({ length: count }, () => ({ error }));
+  }
+  if (reply.kind !== 'outputs' || reply.results.length !== count)
+    throw new Error(`unexpected reply '${reply.kind}' to a run request of ${count} batches`);
+  return reply.results.map((result) =>
+    result.kind === 'outputs'
+      ? { outputs: result.outputs, computeMs: result.computeMs }
+      : { error: deserializeError(result.error) },
+  );
 }
 
 /**

@@ -3,7 +3,7 @@ import {
   compileBatcherOptions,
   type BatcherOptions,
 } from '../../../src/batching/batcher-options.ts';
-import { BatchQueue, type Pressure } from '../../../src/batching/batch-queue.ts';
+import { BatchQueue, paddedTokens, type Pressure } from '../../../src/batching/batch-queue.ts';
 
 function queue(options: BatcherOptions = {}): BatchQueue<string> {
   return new BatchQueue<string>(compileBatcherOptions({ maxWaitMs: 10, ...options }));
@@ -40,6 +40,23 @@ describe('BatchQueue: cutting by budget', () => {
     q.push('huge', 500, 0);
     q.push('small', 5, 0);
     expect(names(q.cut(0).batch)).toEqual(['huge']);
+  });
+
+  it("cuts a due batch only within a message's room, leaving one that does not fit queued", () => {
+    const q = queue({ maxBatchTokens: 30, maxBatchSize: 100 });
+    for (const name of ['a', 'b', 'c', 'd', 'e']) q.push(name, 10, 0);
+    expect(q.cut(0, false, 20).batch).toBeUndefined();
+    expect(q.size).toBe(5);
+    expect(names(q.cut(0, false, 30).batch)).toEqual(['a', 'b', 'c']);
+    // The rest is neither full nor due: room alone never makes a batch due.
+    expect(q.cut(0, false, 1000).batch).toBeUndefined();
+    expect(names(q.cut(10, false, 20).batch)).toEqual(['d', 'e']);
+    expect(
+      paddedTokens([
+        { tokens: 7, rows: 2 },
+        { tokens: 9, rows: 1 },
+      ] as never),
+    ).toBe(27);
   });
 });
 

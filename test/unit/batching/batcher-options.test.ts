@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   compileBatcherOptions,
   DEFAULT_BATCH_TOKENS,
+  DEFAULT_MESSAGE_TOKENS,
 } from '../../../src/batching/batcher-options.ts';
 import { ConfigError } from '../../../src/errors.ts';
 
@@ -21,6 +22,19 @@ describe('batcher options', () => {
       expect(
         compileBatcherOptions({ maxBatchTokens: 2048 }, 'batching', device).maxBatchTokens,
       ).toBe(2048);
+  });
+
+  it("sizes a message's room by device unless configured; 0 sends each batch alone", () => {
+    expect(compileBatcherOptions({}, 'batching', 'cpu').maxMessageTokens).toBe(
+      DEFAULT_MESSAGE_TOKENS.cpu,
+    );
+    expect(compileBatcherOptions({}, 'batching', 'gpu').maxMessageTokens).toBe(0);
+    // Room for more than one batch at the CPU's own budget, or no message would carry two.
+    expect(DEFAULT_MESSAGE_TOKENS.cpu).toBeGreaterThan(DEFAULT_BATCH_TOKENS.cpu);
+    expect(compileBatcherOptions({ maxMessageTokens: 0 }).maxMessageTokens).toBe(0);
+    expect(() => compileBatcherOptions({ maxMessageTokens: -1 }, 'pipelines.x.batching')).toThrow(
+      /pipelines\.x\.batching\.maxMessageTokens/,
+    );
   });
 
   it('names the field it refuses', () => {

@@ -129,6 +129,29 @@ describe('shard of real worker threads', () => {
     expect((await s.run('script', ['echo:still here'])).outputs).toEqual(['still here']);
   });
 
+  it("settles each batch of a message on its own: a culprit's error or crash fails it alone", async () => {
+    const s = shard(1);
+    await s.warmup();
+    const refused = await s.runBatches('script', [
+      { inputs: ['echo:a'] },
+      { inputs: ['reject'] },
+      { inputs: ['echo:b', 'echo:c'] },
+    ]);
+    expect(refused[0]).toEqual({ outputs: ['a'], computeMs: 0 });
+    expect((refused[1] as { error: unknown }).error).toBeInstanceOf(InputError);
+    expect(refused[2]).toEqual({ outputs: ['b', 'c'], computeMs: 0 });
+    // The thread dies inside the message's second batch: every batch is retried alone, so the
+    // first and third come back and only the second fails.
+    const crashed = await s.runBatches('script', [
+      { inputs: ['echo:before'] },
+      { inputs: ['crash'] },
+      { inputs: ['echo:after'] },
+    ]);
+    expect(crashed[0]).toEqual({ outputs: ['before'], computeMs: 0 });
+    expect((crashed[1] as { error: unknown }).error).toBeInstanceOf(WorkerCrashedError);
+    expect(crashed[2]).toEqual({ outputs: ['after'], computeMs: 0 });
+  });
+
   it('keeps the class of an error thrown inside the thread', async () => {
     const s = shard(1);
     await expect(s.run('script', ['reject'])).rejects.toThrow(InputError);
