@@ -166,6 +166,7 @@ export class Shard {
       this.running -= 1;
     }
   }
+
   /** Waits for in-flight batches, then stops the threads. */
   async drain(): Promise<void> {
     this.closed = true;
@@ -185,8 +186,9 @@ export class Shard {
 
   private async attempt(request: RunRequest): Promise<SettledBatch[]> {
     const { pipeline, batches } = request;
+    let reply: WorkerResponse;
     try {
-      return settle(await this.pool.run(request), batches.length);
+      reply = await this.pool.run(request);
     } catch (first) {
       if (this.closed)
         throw new ClosedError(`shard ${this.spec.name} closed while a batch was running`, {
@@ -202,17 +204,18 @@ export class Shard {
       // retried in a message of its own, so that only a batch that kills a thread by itself fails.
       return Promise.all(batches.map((batch) => this.retryAlone(pipeline, batch)));
     }
+    return settle(reply, batches.length);
   }
 
   private async retryAlone(pipeline: string, batch: BatchInputs): Promise<SettledBatch> {
+    let reply: WorkerResponse;
     try {
       // piscina puts a task that carries a signal only on an idle thread and gives that thread
       // nothing else meanwhile, so a second death is this batch's own.
-      const reply = await this.pool.run(
+      reply = await this.pool.run(
         { kind: 'run', pipeline, batches: [batch] },
         { signal: new AbortController().signal },
       );
-      return settle(reply, 1)[0] as SettledBatch;
     } catch (second) {
       if (this.closed)
         return {
@@ -228,6 +231,7 @@ export class Shard {
         ),
       };
     }
+    return settle(reply, 1)[0] as SettledBatch;
   }
 }
 
