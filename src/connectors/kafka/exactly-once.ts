@@ -65,7 +65,7 @@ export class ExactlyOnce implements Delivery {
     after: Promise<void>,
   ): PartitionLane {
     const lane = new PartitionLane(tp, old?.committed);
-    lane.ready = settledLater(this.fence(lane, after));
+    lane.ready = settledLater(this.fence(lane, after, old));
     return lane;
   }
 
@@ -75,11 +75,19 @@ export class ExactlyOnce implements Delivery {
   successor(failed: PartitionLane): PartitionLane {
     const fresh = new PartitionLane(failed.tp, failed.committed);
     fresh.floor = failed.floor;
-    // A transaction of the retired lane may still commit; the floor then skips its records.
+    // A transaction of the retired lane may still commit; the floor then skips its records. A
+    // commit that failed may have failed after the broker took it (its answer lost): the group's
+    // offset, read again, then says so.
     fresh.ready = (async () => {
       await failed.committing?.catch(() => undefined);
-      fresh.committed = failed.committed;
-      if (failed.committed !== undefined) fresh.floor = BigInt(failed.committed);
+      const read = await this.settledCommit(failed.tp).catch((err: unknown) => {
+        this.options.deps.logger.warn(
+          { err, topic: failed.tp.topic, partition: failed.tp.partition },
+          'reading the committed offset after a failed transaction failed; starting after the last transaction this worker saw commit',
+        );
+        return undefined;
+      });
+      startAfter(fresh, read, failed.committed);
     })();
     return fresh;
   }
@@ -117,16 +125,18 @@ export class ExactlyOnce implements Delivery {
    * Waits until the partition's previous lane here settled (`after`: its last transaction, and
    * the release of its producer if the partition had left), registers the transactional id
    * (which settles a zombie's open transaction), then reads the committed offset: records below
-   * it were fetched from an older commit and are already in the output.
+   * it were fetched from an older commit and are already in the output. A read that is not
+   * stable can still miss the previous lane's last transaction (its commit marker not yet
+   * written); this worker saw that one commit, so the lane starts after the later of the two.
    */
-  private async fence(lane: PartitionLane, after: Promise<void>): Promise<void> {
+  private async fence(
+    lane: PartitionLane,
+    after: Promise<void>,
+    old: PartitionLane | undefined,
+  ): Promise<void> {
     await after;
     await this.transactions.acquire(lane.tp);
-    const floor = await this.settledCommit(lane.tp);
-    if (floor !== undefined) {
-      lane.floor = floor;
-      lane.committed = floor.toString();
-    }
+    startAfter(lane, await this.settledCommit(lane.tp), old?.committed);
   }
 
   /**
@@ -176,6 +186,18 @@ export class ExactlyOnce implements Delivery {
     lane.committing = round;
     return round;
   }
+}
+
+/**
+ * The lane's floor and commit: the later of the group's committed offset as read and the last
+ * commit this worker's own transactions made (both are committed; the read may lag behind).
+ */
+function startAfter(lane: PartitionLane, read: bigint | undefined, own: string | undefined): void {
+  const seen = own === undefined ? undefined : BigInt(own);
+  const floor = read === undefined || (seen !== undefined && seen > read) ? seen : read;
+  if (floor === undefined) return;
+  lane.floor = floor;
+  lane.committed = floor.toString();
 }
 
 /**

@@ -59,10 +59,16 @@ export class CommitPolicy {
     this.options = options;
   }
 
-  /** What a partition commits now: its commit point, once it moved past its last commit. */
+  /**
+   * What a partition commits now: its commit point, once it moved past its last commit. A point
+   * below it comes from records read again from an older commit (kafkajs restarts a partition
+   * from the offset it reads, which can lag behind the last transaction): committing it would
+   * move the group back.
+   */
   committable(offsets: PartitionOffsets, committed: string | undefined): string | undefined {
     const offset = offsets.commitPoint();
-    return offset === committed ? undefined : offset;
+    if (offset === undefined || committed === undefined) return offset;
+    return BigInt(offset) > BigInt(committed) ? offset : undefined;
   }
 
   /** Whether a transaction holding `records` outputs of `bytes` commits before the interval. */

@@ -72,12 +72,20 @@ const FEATURES: DriverFeatures = {
   keepsPartitions: true,
   fencesByGeneration: true,
 };
+const KAFKAJS_FEATURES: DriverFeatures = {
+  client: 'kafkajs',
+  stableOffsets: false,
+  keepsPartitions: false,
+  fencesByGeneration: false,
+};
 
 /** Transactions the test can make fail at commit; it records what each one carried. */
 class FakeTransactions {
   committed: { offsets: TopicPartitionOffset[]; group: GroupMetadata; values: string[] }[] = [];
   aborted = 0;
   failCommits = 0;
+  /** Commits the broker takes whose answer is lost: the worker sees them fail. */
+  loseCommitAnswers = 0;
   /** Transactions begun so far. */
   begun = 0;
   /** While set, a transaction waits for it before its offsets go out (its outputs are sending). */
@@ -101,6 +109,11 @@ class FakeTransactions {
             sent = { group, offsets };
           },
           commit: () => {
+            if (this.loseCommitAnswers > 0) {
+              this.loseCommitAnswers -= 1;
+              if (sent !== undefined) this.committed.push({ ...sent, values });
+              return Promise.reject(new Error('REQUEST_TIMED_OUT'));
+            }
             if (this.failCommits > 0) {
               this.failCommits -= 1;
               return Promise.reject(new Error('PRODUCER_FENCED'));
@@ -137,7 +150,13 @@ function sourceWith(
   route: FakeRoute,
   events: SourceEvent[] = [],
   transactions?: FakeTransactions,
-  topic: { partitions: () => number; discoveryMs?: number; logger?: Logger } = {
+  topic: {
+    partitions: () => number;
+    discoveryMs?: number;
+    logger?: Logger;
+    /** kafkajs' instead of platformatic's: no stable offset reads. */
+    features?: DriverFeatures;
+  } = {
     partitions: () => 1,
   },
 ) {
@@ -165,7 +184,7 @@ function sourceWith(
   const routeConfig = config.routes[0];
   if (routeConfig?.source.type !== 'kafka') throw new Error('the route needs a kafka source');
   const driver = {
-    features: FEATURES,
+    features: topic.features ?? FEATURES,
     consumer: () => consumer,
     transactionalProducer: () => transactions?.producer(),
     topicPartitions: () => Promise.resolve(new Map([[TOPIC, topic.partitions()]])),
@@ -396,6 +415,62 @@ describe('Kafka source through a fake driver', () => {
     // 0..2 went out once, in the first transaction; the new lane only wrote 3.
     expect(route.written).toEqual(['0/0', '0/1', '0/2', '0/3']);
     expect(transactions.offsetsFor(0)).toEqual(['3', '4']);
+    await source.stop();
+  });
+
+  it('exactly-once without stable reads: a partition restarted after its transaction committed, read as not yet committed, is not written twice', async () => {
+    const consumer = new FakeKafkaConsumer(TOPIC);
+    const route = new FakeRoute();
+    const transactions = new FakeTransactions();
+    // kafkajs reads offsets without require_stable: until the commit marker of a transaction is
+    // written, the group's offset reads as the one before it. Here it never shows.
+    const lagging: TopicPartitionOffset[] = [];
+    consumer.stored = () => lagging;
+    const source = sourceWith(consumer, route, [], transactions, {
+      partitions: () => 1,
+      features: KAFKAJS_FEATURES,
+    });
+    await source.start();
+    consumer.assign([0]);
+    await consumer.deliver(0, [0, 1, 2]);
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['3']));
+    // A rejoin (kafkajs restarts every partition): the consumer reads again from the commit it
+    // was given, the one before that transaction.
+    consumer.revoke([0]);
+    consumer.assign([0]);
+    await until(async () =>
+      expect(await consumer.deliver(0, [0, 1, 2, 3])).toEqual(['0', '1', '2', '3']),
+    );
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['3', '4']));
+    await rounds();
+    expect(route.written).toEqual(['0/0', '0/1', '0/2', '0/3']);
+    expect(transactions.committed.flatMap((c) => c.values)).toEqual(
+      ['0/0', '0/1', '0/2', '0/3'].map((text) => JSON.stringify({ text })),
+    );
+    await source.stop();
+  });
+
+  it('exactly-once: a commit that failed after the broker took it is not written again on the rewind', async () => {
+    const consumer = new FakeKafkaConsumer(TOPIC);
+    const route = new FakeRoute();
+    const transactions = new FakeTransactions();
+    consumer.stored = () => transactions.stored();
+    const source = sourceWith(consumer, route, [], transactions);
+    await source.start();
+    consumer.assign([0]);
+    // The broker commits the transaction of 0..2, but its answer never reaches the worker.
+    transactions.loseCommitAnswers = 1;
+    await consumer.deliver(0, [0, 1, 2]);
+    await until(() =>
+      expect(consumer.seeks).toEqual([{ topic: TOPIC, partition: 0, offset: '0' }]),
+    );
+    expect(transactions.offsetsFor(0)).toEqual(['3']);
+    await until(async () =>
+      expect(await consumer.deliver(0, [0, 1, 2, 3])).toEqual(['0', '1', '2', '3']),
+    );
+    await until(() => expect(transactions.offsetsFor(0)).toEqual(['3', '4']));
+    await rounds();
+    expect(route.written).toEqual(['0/0', '0/1', '0/2', '0/3']);
     await source.stop();
   });
 
