@@ -2,9 +2,12 @@
 // so each setting an encode asks for gets its own instance; the first one built goes to the
 // first setting asked for, so a pipeline that only ever truncates holds one, not two. Built at
 // load ('now', so a file Rust cannot read fails there) or at the first call that needs one
-// ('onDemand': an inference thread whose encodes arrive carried, carried-encoding.ts).
+// ('onDemand': an inference thread whose encodes arrive carried, carried-encoding.ts). ASCII
+// texts may go to a twin of each instance that skips the accent stripping (ascii-twin.ts), built
+// at its first such text.
 import { Tokenizer, type TruncationStrategy as RustTruncationStrategy } from 'tokenizers';
 import { ModelFolderError } from '../../errors.ts';
+import { asciiTwinJson } from './ascii-twin.ts';
 
 export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
@@ -32,43 +35,57 @@ export class RustTokenizers {
   private readonly folder: string;
   private readonly json: string;
   private readonly bySetting = new Map<string, Tokenizer>();
-  /** The instance built before any setting asked (at load, or for a lookup), until one claims it. */
-  private unclaimed: Tokenizer | undefined;
+  /**
+   * The instance built before any setting asked (at load, or for a lookup), until one claims it:
+   * the ASCII twin where there is one (English text then holds one instance, not two).
+   */
+  private unclaimed: { tokenizer: Tokenizer; twin: boolean } | undefined;
+  /** tokenizer.json of the ASCII twins; undefined where a twin would save nothing. */
+  private readonly twinJson: string | undefined;
 
-  constructor(folder: string, json: string, build: TokenizerBuild) {
+  constructor(folder: string, json: string, build: TokenizerBuild, asciiTwins = true) {
     this.folder = folder;
     this.json = json;
-    if (build === 'now') this.unclaimed = this.build();
+    this.twinJson = asciiTwins ? asciiTwinJson(json) : undefined;
+    if (build === 'now') this.unclaimed = this.buildFirst();
   }
 
   get count(): number {
     return this.bySetting.size + (this.unclaimed === undefined ? 0 : 1);
   }
 
-  /** Any instance (vocabulary lookups and decoding do not depend on truncation), built if none is. */
-  any(): Tokenizer {
-    const held = this.unclaimed ?? this.bySetting.values().next().value;
-    if (held !== undefined) return held;
-    this.unclaimed = this.build();
-    return this.unclaimed;
+  /** Whether ASCII texts have a cheaper twin to go to (forSetting's `ascii`). */
+  get hasAsciiTwin(): boolean {
+    return this.twinJson !== undefined;
   }
 
-  forSetting(setting: TruncationSetting): Tokenizer {
+  /** Any instance (vocabulary lookups and decoding do not depend on truncation), built if none is. */
+  any(): Tokenizer {
+    // The twin's vocabulary, decoder and added tokens are the original's.
+    const held = this.unclaimed?.tokenizer ?? this.bySetting.values().next().value;
+    if (held !== undefined) return held;
+    this.unclaimed = this.buildFirst();
+    return this.unclaimed.tokenizer;
+  }
+
+  /** `ascii`: the instance is for texts that are all ASCII (its twin, where there is one). */
+  forSetting(setting: TruncationSetting, ascii = false): Tokenizer {
     const { truncation, maxLength, stride } = setting;
-    const key =
-      truncation === false || maxLength === undefined
-        ? 'none'
-        : `${truncation}:${maxLength}:${stride}`;
+    const none = truncation === false || maxLength === undefined;
+    const twin = ascii && this.twinJson !== undefined;
+    const key = `${twin ? 'ascii:' : ''}${none ? 'none' : `${truncation}:${maxLength}:${stride}`}`;
     let tokenizer = this.bySetting.get(key);
     if (tokenizer === undefined) {
-      tokenizer = this.unclaimed ?? this.build();
-      this.unclaimed = undefined;
+      if (this.unclaimed?.twin === twin) {
+        tokenizer = this.unclaimed.tokenizer;
+        this.unclaimed = undefined;
+      } else tokenizer = this.build(twin ? this.twinJson : this.json);
       // Padding is the batcher's job: it pads to the longest member of the batch it cuts.
       tokenizer.disablePadding();
-      if (key === 'none') tokenizer.disableTruncation();
+      if (none) tokenizer.disableTruncation();
       else
-        tokenizer.setTruncation(maxLength as number, {
-          strategy: STRATEGIES[truncation as TruncationStrategy],
+        tokenizer.setTruncation(maxLength, {
+          strategy: STRATEGIES[truncation],
           stride,
           direction: setting.side,
         });
@@ -77,9 +94,14 @@ export class RustTokenizers {
     return tokenizer;
   }
 
-  private build(): Tokenizer {
+  private buildFirst(): { tokenizer: Tokenizer; twin: boolean } {
+    const twin = this.twinJson !== undefined;
+    return { tokenizer: this.build(twin ? this.twinJson : this.json), twin };
+  }
+
+  private build(json: string): Tokenizer {
     try {
-      return Tokenizer.fromString(this.json);
+      return Tokenizer.fromString(json);
     } catch (cause) {
       throw tokenizerLoadError(this.folder, cause);
     }
