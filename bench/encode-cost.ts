@@ -5,8 +5,6 @@
 //              encode before encodings were carried)
 //   in_a_row   each text encoded alone, one after another, no run between
 //   burst      the texts encoded 64 to a call (BurstEncoder's calls), no run between
-//   burst_no_ascii_twin  the same with ASCII texts encoded by tokenizer.json as it is, not by
-//              the twin that skips accent stripping (ascii-twin.ts)
 // Wall milliseconds and core-milliseconds (user + sys of the process: the tokenizers package
 // encodes on libuv's pool, and a call of many texts on its own Rust threads) per text. Rounds take
 // turns; the line gives each figure's median over rounds. Options: --texts N (300), --rounds N (5).
@@ -14,7 +12,6 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { BURST_TEXTS } from '../src/engine/burst-encoder.ts';
 import { ModelStore } from '../src/pipelines/runtime/model-store.ts';
-import { isAscii } from '../src/pipelines/runtime/ascii-twin.ts';
 import { TextTokenizer } from '../src/pipelines/runtime/text-tokenizer.ts';
 import type { OrtSession } from '../src/runtime/session.ts';
 import { INT8_EMBEDDING } from './lib/contenders.ts';
@@ -38,7 +35,6 @@ const store = new ModelStore();
 const model = await store.load({ path: folder, runtime: { binding: 'native' } });
 const session = model.session;
 const tokenizer = await TextTokenizer.load(folder);
-const withoutTwin = await TextTokenizer.load(folder, undefined, 'now', { asciiTwins: false });
 const ids = (await tokenizer.encode(texts, { maxLength: MAX_LENGTH })).map((e) => e.ids);
 
 const coreMs = (): number => {
@@ -76,30 +72,22 @@ const inARow = (): Promise<Cost> =>
   timed(async () => {
     for (const text of texts) await tokenizer.encode([text], { maxLength: MAX_LENGTH });
   });
-const burst = (of: TextTokenizer): Promise<Cost> =>
+const burst = (): Promise<Cost> =>
   timed(async () => {
     for (let i = 0; i < count; i += BURST_TEXTS)
-      await of.encode(texts.slice(i, i + BURST_TEXTS), { maxLength: MAX_LENGTH });
+      await tokenizer.encode(texts.slice(i, i + BURST_TEXTS), { maxLength: MAX_LENGTH });
   });
 
-const runs: Record<'after_run' | 'in_a_row' | 'burst' | 'burst_no_ascii_twin', Cost[]> = {
+const runs: Record<'after_run' | 'in_a_row' | 'burst', Cost[]> = {
   after_run: [],
   in_a_row: [],
   burst: [],
-  burst_no_ascii_twin: [],
 };
 await inARow(); // warm-up: the tokenizer's first calls and the session's first shapes
-await burst(withoutTwin);
 for (let r = 0; r < rounds; r += 1) {
   runs.after_run.push(await afterRun(session));
   runs.in_a_row.push(await inARow());
-  // Turns: which of the two goes first alternates by round.
-  const pair = [
-    ['burst', tokenizer],
-    ['burst_no_ascii_twin', withoutTwin],
-  ] as const;
-  for (const [name, of] of r % 2 === 0 ? pair : [...pair].reverse())
-    runs[name].push(await burst(of));
+  runs.burst.push(await burst());
   process.stderr.write(
     `round ${r + 1}: ${Object.entries(runs)
       .map(([k, v]) => `${k} ${(v.at(-1) as Cost).wallMs.toFixed(3)} ms`)
@@ -129,16 +117,11 @@ writeResultLine({
   rounds,
   max_length: MAX_LENGTH,
   burst_texts: BURST_TEXTS,
-  ascii_texts: texts.filter(isAscii).length,
   per_text: figures,
   ratios: {
     after_run_vs_burst_core: round(
       (figures['after_run']?.core_ms ?? NaN) / (figures['burst']?.core_ms ?? NaN),
       2,
-    ),
-    burst_vs_no_ascii_twin_core: round(
-      (figures['burst']?.core_ms ?? NaN) / (figures['burst_no_ascii_twin']?.core_ms ?? NaN),
-      3,
     ),
   },
 });

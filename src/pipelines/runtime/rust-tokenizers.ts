@@ -2,12 +2,9 @@
 // so each setting an encode asks for gets its own instance; the first one built goes to the
 // first setting asked for, so a pipeline that only ever truncates holds one, not two. Built at
 // load ('now', so a file Rust cannot read fails there) or at the first call that needs one
-// ('onDemand': an inference thread whose encodes arrive carried, carried-encoding.ts). ASCII
-// texts may go to a twin of each instance that skips the accent stripping (ascii-twin.ts), built
-// at its first such text.
+// ('onDemand': an inference thread whose encodes arrive carried, carried-encoding.ts).
 import { Tokenizer, type TruncationStrategy as RustTruncationStrategy } from 'tokenizers';
 import { ModelFolderError } from '../../errors.ts';
-import { asciiTwinJson } from './ascii-twin.ts';
 
 export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
@@ -35,57 +32,43 @@ export class RustTokenizers {
   private readonly folder: string;
   private readonly json: string;
   private readonly bySetting = new Map<string, Tokenizer>();
-  /**
-   * The instance built before any setting asked (at load, or for a lookup), until one claims it:
-   * the ASCII twin where there is one (English text then holds one instance, not two).
-   */
-  private unclaimed: { tokenizer: Tokenizer; twin: boolean } | undefined;
-  /** tokenizer.json of the ASCII twins; undefined where a twin would save nothing. */
-  private readonly twinJson: string | undefined;
+  /** The instance built before any setting asked (at load, or for a lookup), until one claims it. */
+  private unclaimed: Tokenizer | undefined;
 
-  constructor(folder: string, json: string, build: TokenizerBuild, asciiTwins = true) {
+  constructor(folder: string, json: string, build: TokenizerBuild) {
     this.folder = folder;
     this.json = json;
-    this.twinJson = asciiTwins ? asciiTwinJson(json) : undefined;
-    if (build === 'now') this.unclaimed = this.buildFirst();
+    if (build === 'now') this.unclaimed = this.build();
   }
 
   get count(): number {
     return this.bySetting.size + (this.unclaimed === undefined ? 0 : 1);
   }
 
-  /** Whether ASCII texts have a cheaper twin to go to (forSetting's `ascii`). */
-  get hasAsciiTwin(): boolean {
-    return this.twinJson !== undefined;
-  }
-
   /** Any instance (vocabulary lookups and decoding do not depend on truncation), built if none is. */
   any(): Tokenizer {
-    // The twin's vocabulary, decoder and added tokens are the original's.
-    const held = this.unclaimed?.tokenizer ?? this.bySetting.values().next().value;
+    const held = this.unclaimed ?? this.bySetting.values().next().value;
     if (held !== undefined) return held;
-    this.unclaimed = this.buildFirst();
-    return this.unclaimed.tokenizer;
+    this.unclaimed = this.build();
+    return this.unclaimed;
   }
 
-  /** `ascii`: the instance is for texts that are all ASCII (its twin, where there is one). */
-  forSetting(setting: TruncationSetting, ascii = false): Tokenizer {
+  forSetting(setting: TruncationSetting): Tokenizer {
     const { truncation, maxLength, stride } = setting;
-    const none = truncation === false || maxLength === undefined;
-    const twin = ascii && this.twinJson !== undefined;
-    const key = `${twin ? 'ascii:' : ''}${none ? 'none' : `${truncation}:${maxLength}:${stride}`}`;
+    const key =
+      truncation === false || maxLength === undefined
+        ? 'none'
+        : `${truncation}:${maxLength}:${stride}`;
     let tokenizer = this.bySetting.get(key);
     if (tokenizer === undefined) {
-      if (this.unclaimed?.twin === twin) {
-        tokenizer = this.unclaimed.tokenizer;
-        this.unclaimed = undefined;
-      } else tokenizer = this.build(twin ? this.twinJson : this.json);
+      tokenizer = this.unclaimed ?? this.build();
+      this.unclaimed = undefined;
       // Padding is the batcher's job: it pads to the longest member of the batch it cuts.
       tokenizer.disablePadding();
-      if (none) tokenizer.disableTruncation();
+      if (key === 'none') tokenizer.disableTruncation();
       else
-        tokenizer.setTruncation(maxLength, {
-          strategy: STRATEGIES[truncation],
+        tokenizer.setTruncation(maxLength as number, {
+          strategy: STRATEGIES[truncation as TruncationStrategy],
           stride,
           direction: setting.side,
         });
@@ -94,14 +77,9 @@ export class RustTokenizers {
     return tokenizer;
   }
 
-  private buildFirst(): { tokenizer: Tokenizer; twin: boolean } {
-    const twin = this.twinJson !== undefined;
-    return { tokenizer: this.build(twin ? this.twinJson : this.json), twin };
-  }
-
-  private build(json: string): Tokenizer {
+  private build(): Tokenizer {
     try {
-      return Tokenizer.fromString(json);
+      return Tokenizer.fromString(this.json);
     } catch (cause) {
       throw tokenizerLoadError(this.folder, cause);
     }

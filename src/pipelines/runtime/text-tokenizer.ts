@@ -18,7 +18,6 @@ import {
   type CarriedEncoding,
   type CarriedEncodings,
 } from './carried-encoding.ts';
-import { isAscii } from './ascii-twin.ts';
 import { singleTypeIdsAreZero } from './post-processor.ts';
 import { wordPrefix } from './word-prefix.ts';
 
@@ -88,7 +87,6 @@ export class TextTokenizer {
     special: SpecialTokens,
     fallbackMax: number | undefined,
     build: TokenizerBuild,
-    asciiTwins: boolean,
   ) {
     this.folder = folder;
     this.json = json;
@@ -98,7 +96,7 @@ export class TextTokenizer {
     const parsed = JSON.parse(json) as { post_processor?: unknown; added_tokens?: unknown };
     this.singleTypesZero = singleTypeIdsAreZero(parsed.post_processor);
     this.addedIds = addedTokenIds(parsed.added_tokens);
-    this.rust = new RustTokenizers(folder, json, build, asciiTwins);
+    this.rust = new RustTokenizers(folder, json, build);
   }
 
   /**
@@ -120,14 +118,11 @@ export class TextTokenizer {
    * 'now' builds the Rust tokenizer here, so a tokenizer.json Rust cannot read fails the load;
    * 'onDemand' waits for the first call that needs it, for an inference thread whose encodes
    * the main thread makes (carried-encoding.ts) and whose main thread built the same file already.
-   * `asciiTwins` false sends ASCII texts through tokenizer.json as it is too (ascii-twin.ts; the
-   * encode-cost bench compares both).
    */
   static async load(
     folder: string,
     fallbackMaxLength?: number,
     build: TokenizerBuild = 'now',
-    { asciiTwins = true }: { asciiTwins?: boolean } = {},
   ): Promise<TextTokenizer> {
     const json = await readFile(join(folder, 'tokenizer.json'), 'utf8').catch((cause: unknown) => {
       throw new ModelFolderError(
@@ -156,7 +151,7 @@ export class TextTokenizer {
       eos: pick('eos_token'),
     };
     try {
-      return new TextTokenizer(folder, json, config, special, fallbackMaxLength, build, asciiTwins);
+      return new TextTokenizer(folder, json, config, special, fallbackMaxLength, build);
     } catch (cause) {
       throw tokenizerLoadError(folder, cause);
     }
@@ -312,36 +307,11 @@ export class TextTokenizer {
     return encoded;
   }
 
-  /** ASCII texts go to the ASCII twin, where the tokenizer has one (ascii-twin.ts). */
   private async encodeWhole(
     inputs: readonly TextInput[],
     options: EncodeOptions,
   ): Promise<TokenizedText[]> {
-    if (!this.rust.hasAsciiTwin || !inputs.every((input) => typeof input === 'string'))
-      return this.encodeWith(this.instance(options), inputs, options);
-    const texts = inputs;
-    const ascii = texts.map((text) => isAscii(text));
-    const others = texts.filter((_, i) => ascii[i] === false);
-    if (others.length === 0) return this.encodeWith(this.instance(options, true), texts, options);
-    if (others.length === texts.length)
-      return this.encodeWith(this.instance(options), texts, options);
-    const [plain, other] = await Promise.all([
-      this.encodeWith(
-        this.instance(options, true),
-        texts.filter((_, i) => ascii[i] === true),
-        options,
-      ),
-      this.encodeWith(this.instance(options), others, options),
-    ]);
-    let [p, o] = [0, 0];
-    return ascii.map((yes) => (yes ? plain[p++] : other[o++]) as TokenizedText);
-  }
-
-  private async encodeWith(
-    tokenizer: Tokenizer,
-    inputs: readonly TextInput[],
-    options: EncodeOptions,
-  ): Promise<TokenizedText[]> {
+    const tokenizer = this.instance(options);
     const encodeOptions = { addSpecialTokens: options.addSpecialTokens ?? true };
     // encodeBatch takes single sequences only; pairs go through encode one by one. So does a lone
     // text (CPU batches are mostly of one record): encodeBatch of one costs ~10 % more than encode
@@ -428,16 +398,13 @@ export class TextTokenizer {
     return this.instance({ truncation: false });
   }
 
-  private instance(options: EncodeOptions, ascii = false): Tokenizer {
-    return this.rust.forSetting(
-      {
-        truncation: options.truncation ?? 'longest_first',
-        maxLength: options.maxLength ?? this.maxLength,
-        stride: options.stride ?? 0,
-        side: this.config.truncation_side === 'left' ? 'left' : 'right',
-      },
-      ascii,
-    );
+  private instance(options: EncodeOptions): Tokenizer {
+    return this.rust.forSetting({
+      truncation: options.truncation ?? 'longest_first',
+      maxLength: options.maxLength ?? this.maxLength,
+      stride: options.stride ?? 0,
+      side: this.config.truncation_side === 'left' ? 'left' : 'right',
+    });
   }
 }
 
