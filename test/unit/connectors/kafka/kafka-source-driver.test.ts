@@ -207,6 +207,30 @@ function sourceWith(
 }
 
 /**
+ * An exactly-once source holding partition 0, started; the group's offsets read as `stored` gives
+ * them (by default as the committed transactions left them, a stable read).
+ */
+async function exactlyOnceSource(
+  options: {
+    features?: DriverFeatures;
+    stored?: (transactions: FakeTransactions) => TopicPartitionOffset[];
+  } = {},
+) {
+  const consumer = new FakeKafkaConsumer(TOPIC);
+  const route = new FakeRoute();
+  const transactions = new FakeTransactions();
+  const stored = options.stored ?? ((t: FakeTransactions) => t.stored());
+  consumer.stored = () => stored(transactions);
+  const source = sourceWith(consumer, route, [], transactions, {
+    partitions: () => 1,
+    ...(options.features === undefined ? {} : { features: options.features }),
+  });
+  await source.start();
+  consumer.assign([0]);
+  return { consumer, route, transactions, source };
+}
+
+/**
  * Waits for a state the source reaches by itself. The bound is only a guard against a hang (a
  * loaded CI machine may be slow; vi.waitFor's default second is not a progress bound).
  */
@@ -389,13 +413,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('exactly-once: a partition revoked and given back mid-transaction starts after that transaction', async () => {
-    const consumer = new FakeKafkaConsumer(TOPIC);
-    const route = new FakeRoute();
-    const transactions = new FakeTransactions();
-    consumer.stored = () => transactions.stored();
-    const source = sourceWith(consumer, route, [], transactions);
-    await source.start();
-    consumer.assign([0]);
+    const { consumer, route, transactions, source } = await exactlyOnceSource();
     let openGate = (): void => undefined;
     transactions.sendGate = new Promise<void>((resolve) => (openGate = resolve));
     await consumer.deliver(0, [0, 1, 2]);
@@ -419,19 +437,12 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('exactly-once without stable reads: a partition restarted after its transaction committed, read as not yet committed, is not written twice', async () => {
-    const consumer = new FakeKafkaConsumer(TOPIC);
-    const route = new FakeRoute();
-    const transactions = new FakeTransactions();
     // kafkajs reads offsets without require_stable: until the commit marker of a transaction is
     // written, the group's offset reads as the one before it. Here it never shows.
-    const lagging: TopicPartitionOffset[] = [];
-    consumer.stored = () => lagging;
-    const source = sourceWith(consumer, route, [], transactions, {
-      partitions: () => 1,
+    const { consumer, route, transactions, source } = await exactlyOnceSource({
       features: KAFKAJS_FEATURES,
+      stored: () => [],
     });
-    await source.start();
-    consumer.assign([0]);
     await consumer.deliver(0, [0, 1, 2]);
     await until(() => expect(transactions.offsetsFor(0)).toEqual(['3']));
     // A rejoin (kafkajs restarts every partition): the consumer reads again from the commit it
@@ -451,13 +462,7 @@ describe('Kafka source through a fake driver', () => {
   });
 
   it('exactly-once: a commit that failed after the broker took it is not written again on the rewind', async () => {
-    const consumer = new FakeKafkaConsumer(TOPIC);
-    const route = new FakeRoute();
-    const transactions = new FakeTransactions();
-    consumer.stored = () => transactions.stored();
-    const source = sourceWith(consumer, route, [], transactions);
-    await source.start();
-    consumer.assign([0]);
+    const { consumer, route, transactions, source } = await exactlyOnceSource();
     // The broker commits the transaction of 0..2, but its answer never reaches the worker.
     transactions.loseCommitAnswers = 1;
     await consumer.deliver(0, [0, 1, 2]);
