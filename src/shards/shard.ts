@@ -28,8 +28,9 @@ type RunRequest = Extract<WorkerRequest, { kind: 'run' }>;
 /**
  * A thread is handed its next message (a batch, or several of a backlog) while it runs one: the
  * next batch's tokenization (on libuv's pool) then overlaps the running session.run, and the
- * thread never idles waiting for the main thread to pass it work. Measured on int8 MiniLM at batch 1 (docs/performance.md): the thread's
- * idle trip between batches was worth ~3 % of throughput.
+ * thread never idles waiting for the main thread to pass it work. Measured on int8 MiniLM at
+ * batch 1 (docs/performance.md): the thread's idle trip between batches was worth ~3 % of
+ * throughput.
  */
 export const BATCHES_PER_THREAD = 2;
 
