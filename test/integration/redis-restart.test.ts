@@ -81,7 +81,7 @@ describe('a Redis restart under load (real Redis, real worker process)', () => {
       expect(await worker.exited).toBe(0);
       // Nothing left pending in the group: every entry was acknowledged after its output.
       const pending = (await client.xpending(input, 'restart')) as [number, ...unknown[]];
-      expect(pending[0]).toBe(0);
+      expect(pending[0], `pending ${JSON.stringify(pending)}; ${context()}`).toBe(0);
     } finally {
       if (worker.gone() === undefined) worker.child.kill('SIGKILL');
       client.disconnect();

@@ -59,6 +59,19 @@ export function connectRedis(
   return client;
 }
 
+/**
+ * ioredis's rejection of a command that was sent in a pipeline (auto-pipelining included) and left
+ * unanswered when its connection closed after Redis had answered an earlier part of it: the
+ * command may or may not have run.
+ */
+export function isAbortedByClose(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    err.name === 'AbortError' &&
+    err.message === 'Command aborted due to connection close'
+  );
+}
+
 /** Refusals that a reconnect cannot fix: credentials, ACL rights, certificates, TLS mismatch. */
 const FATAL_REPLY = /^(WRONGPASS|NOAUTH|NOPERM)|invalid (username-)?password|ERR AUTH/i;
 const FATAL_TLS_CODE =

@@ -3,7 +3,12 @@
 // the key when there is one, and every header is a field of its own. A header that happens to be
 // named `value` or `key` is written as `header.value` / `header.key` so it cannot shadow them.
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, type RedisTarget } from './redis-connection.ts';
+import {
+  closeRedis,
+  connectRedis,
+  isAbortedByClose,
+  type RedisTarget,
+} from './redis-connection.ts';
 import { reportRedisOutages } from './redis-outage-reporter.ts';
 import type { ConnectionHealth } from '../connection-health.ts';
 import { headerPairs } from '../../route/headers.ts';
@@ -26,6 +31,7 @@ export class RedisStreamSink implements Sink {
   private readonly client: Redis;
   private readonly unwatch: () => void;
   private closing = false;
+  private retried = 0;
 
   constructor(options: RedisStreamSinkOptions) {
     this.options = options;
@@ -48,7 +54,25 @@ export class RedisStreamSink implements Sink {
     for (const [name, value] of headerPairs(record.headers)) {
       args.push(RESERVED_FIELDS.has(name) ? `header.${name}` : name, value);
     }
-    await this.client.xadd(this.options.stream, ...args);
+    for (;;) {
+      try {
+        await this.client.xadd(this.options.stream, ...args);
+        return;
+      } catch (err) {
+        // Auto-pipelining's price: ioredis resends a plain command that a closed connection left
+        // unanswered, but rejects the unanswered rest of a partly answered pipeline, since it
+        // cannot tell which of those ran. Such an output may be in the stream already; writing it
+        // again is at least once, where failing it left its input pending until a reclaim ran
+        // the whole record again. The retry waits in the offline queue for the reconnect.
+        if (this.closing || !isAbortedByClose(err)) throw err;
+        this.retried += 1;
+      }
+    }
+  }
+
+  /** Writes sent again after a connection cut aborted them (see write). */
+  get retriedAfterCut(): number {
+    return this.retried;
   }
 
   async close(): Promise<void> {
