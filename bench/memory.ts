@@ -9,7 +9,9 @@
 // binding (a session per thread: what a shard was before the native binding), and two raw
 // contenders on pre-tokenized ids with the same thread splits: `raw`, a bare onnxruntime-node
 // session per thread, and `raw_shared`, one C-API session shared by the threads (the Go and C++
-// servers' layout). Records/s and CPU seconds per record (user + sys over the timed rounds) come
+// servers' layout), and `raw_shared_tokenizing`, raw_shared whose threads encode each batch's
+// texts before its run (the Go server as the issue measured it: Hugot tokenizes in the goroutine;
+// the same batches, so the difference is the encode). Records/s and CPU seconds per record (user + sys over the timed rounds) come
 // along: a smaller layout must not be a slower or costlier one. Every pass runs every layout,
 // passes alternate the order, and each figure is the median of the passes (every pass's figures
 // are in the report's `passes`).
@@ -71,6 +73,8 @@ interface Layout {
   memPattern?: boolean;
   /** Runs each thread keeps going at once on libuv's pool (shared native sessions; default 1). */
   runsPerThread?: number;
+  /** Raw: the threads get texts and encode them inside the timed rounds (raw-worker.ts). */
+  tokenizes?: boolean;
   /** Ours: the pipeline's batching, where it is not the default. */
   batching?: BatcherOptions;
   /** false: the child strips its TypeScript as it loads it (NODE_DISABLE_COMPILE_CACHE). */
@@ -262,6 +266,14 @@ const allLayouts: Layout[] = [
   { name: `raw_one_worker_x${cores}`, contender: 'raw', workers: 1, intraOpThreads: cores },
   { name: 'raw_shared', contender: 'raw', sessions: 'shared', workers: cores, intraOpThreads: 1 },
   {
+    name: 'raw_shared_tokenizing',
+    contender: 'raw',
+    sessions: 'shared',
+    workers: cores,
+    intraOpThreads: 1,
+    tokenizes: true,
+  },
+  {
     name: 'raw_shared_mem_pattern_off',
     contender: 'raw',
     sessions: 'shared',
@@ -401,6 +413,10 @@ for (const [label, peaks] of Object.entries(peak)) {
   for (const [contender, name] of [
     ['raw_shared', fastest('raw_shared')],
     ['raw', fastest('raw')],
+    [
+      'raw_shared_tokenizing',
+      speeds['raw_shared_tokenizing'] === undefined ? undefined : 'raw_shared_tokenizing',
+    ],
     ['onnxruntime_node', speeds['onnxruntime_node'] === undefined ? undefined : 'onnxruntime_node'],
   ] as const) {
     if (name === undefined) continue;
@@ -621,16 +637,25 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
     const policy: BatchPolicy = (await isBatchInvariant(onnxPath))
       ? { kind: 'tokens', budget: 512, maxRows: 32 }
       : { kind: 'rows', size: 1 };
-    const batches = cutBatches(
+    const idBatches = cutBatches(
       encoded.map((e) => e.ids),
       policy,
     );
+    // The same batches as texts: the cut keeps each row's array, so a row finds its text.
+    const textOf = new Map(encoded.map((e, i) => [e.ids, texts[i] ?? '']));
+    const batches =
+      layout.tokenizes === true
+        ? idBatches.map((batch) => batch.map((row) => textOf.get(row) ?? ''))
+        : idBatches;
     const pool = await RawPool.start(onnxPath, {
       workers: layout.workers,
       intraOpThreads: layout.intraOpThreads,
       ...(layout.sessions === undefined ? {} : { sessions: layout.sessions }),
       ...(layout.runsPerThread === undefined ? {} : { runsPerThread: layout.runsPerThread }),
       ...(layout.memPattern === undefined ? {} : { memPattern: layout.memPattern }),
+      ...(layout.tokenizes === true
+        ? { tokenizer: { folder: job.model, maxLength: spec.maxLength } }
+        : {}),
     });
     loadMs = Math.round(performance.now() - loadStarted);
     loadedMiB = residentMiB();

@@ -88,6 +88,8 @@ export interface RawLayout {
   runsPerThread?: number;
   /** ONNX Runtime's memory pattern; on unless false, ONNX Runtime's own default. */
   memPattern?: boolean;
+  /** The threads encode each batch's texts themselves (run() then takes texts; raw-worker.ts). */
+  tokenizer?: { folder: string; maxLength: number };
 }
 
 export class RawPool {
@@ -113,6 +115,7 @@ export class RawPool {
       sessions = 'per-thread',
       runsPerThread = 1,
       memPattern = true,
+      tokenizer,
     } = layout;
     const table = sessions === 'per-thread' ? undefined : SharedSessions.allocate();
     const shared = table === undefined ? undefined : { table, workers };
@@ -129,6 +132,7 @@ export class RawPool {
             pooled,
             runsPerThread,
             memPattern,
+            tokenizer,
           },
           // Our shard's threads' heap setting (src/shards/shard.ts): without it raw's threads
           // ran V8's mark-compacts ours no longer run, a handicap of ~2 % (issue 37).
@@ -139,10 +143,10 @@ export class RawPool {
     return new RawPool(threads, table, runsPerThread);
   }
 
-  /** Runs every batch once; resolves when the last one is done. */
-  async run(batches: readonly number[][][]): Promise<void> {
+  /** Runs every batch once (ids, or texts for a pool with a tokenizer); resolves when done. */
+  async run(batches: readonly (number[][] | string[])[]): Promise<void> {
     let next = 0;
-    const take = (): number[][] | undefined =>
+    const take = (): number[][] | string[] | undefined =>
       next < batches.length ? batches[next++] : undefined;
     await Promise.all(this.threads.map((thread) => feed(thread, take, this.inFlight)));
   }
@@ -154,7 +158,11 @@ export class RawPool {
 }
 
 /** Keeps `inFlight` batches on the thread until `take` runs dry. */
-function feed(thread: Worker, take: () => number[][] | undefined, inFlight: number): Promise<void> {
+function feed(
+  thread: Worker,
+  take: () => number[][] | string[] | undefined,
+  inFlight: number,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let outstanding = 0;
     const stop = (): void => {

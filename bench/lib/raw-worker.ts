@@ -4,7 +4,9 @@
 // 'raw-shared' contender, the Go and C++ servers' layout): one C-API session for all the pool's
 // threads, through our native binding's table. Pooled (the GPU's raw, issue 31): the shared
 // session linked to the pooling graph on its device, so only [batch, dim] comes to the host, as
-// a hand-written C++ server with IO binding would do it.
+// a hand-written C++ server with IO binding would do it. Tokenizing (the Go server as the issue
+// measured it, Hugot tokenizing in each goroutine): the thread gets a batch's texts and encodes
+// them itself before the run, so the tokenizer's CPU counts as ours' does.
 import { parentPort, workerData } from 'node:worker_threads';
 import { InferenceSession } from 'onnxruntime-node';
 import { createNativeSession } from '../../src/runtime/native/native-session.ts';
@@ -13,6 +15,7 @@ import { sharedIntraOpThreads } from '../../src/runtime/runtimes.ts';
 import { compileRuntimeOptions } from '../../src/runtime/runtime-options.ts';
 import type { Feeds, OrtSession } from '../../src/runtime/session.ts';
 import { POOLING_INPUTS, poolingGraph } from '../../src/runtime/graphs/pooling-graph.ts';
+import { TextTokenizer } from '../../src/pipelines/runtime/text-tokenizer.ts';
 import { idsFeeds } from './raw-feeds.ts';
 
 interface Setup {
@@ -31,6 +34,8 @@ interface Setup {
    * is off on CPU: src/runtime/runtime-options.ts).
    */
   memPattern: boolean;
+  /** Batches come as texts, encoded on the thread with the model folder's tokenizer. */
+  tokenizer?: { folder: string; maxLength: number };
 }
 
 const setup = workerData as Setup;
@@ -100,10 +105,28 @@ function runBatch(batch: number[][]): Promise<unknown> {
   });
 }
 
+const tokenizer =
+  setup.tokenizer === undefined ? undefined : await TextTokenizer.load(setup.tokenizer.folder);
+
+async function runMessage(batch: number[][] | string[]): Promise<unknown> {
+  if (!isTexts(batch)) return runBatch(batch);
+  if (tokenizer === undefined || setup.tokenizer === undefined)
+    throw new Error('raw-worker got texts without a tokenizer');
+  const encoded = await tokenizer.encode(batch, {
+    truncation: 'longest_first',
+    maxLength: setup.tokenizer.maxLength,
+  });
+  return runBatch(encoded.map((e) => e.ids));
+}
+
+function isTexts(batch: number[][] | string[]): batch is string[] {
+  return typeof batch[0] === 'string';
+}
+
 const port = parentPort;
 if (port === null) throw new Error('raw-worker must run as a worker thread');
-port.on('message', (batch: number[][]) => {
-  void runBatch(batch)
+port.on('message', (batch: number[][] | string[]) => {
+  void runMessage(batch)
     .then(() => port.postMessage('done'))
     .catch((err: unknown) => port.postMessage({ error: String(err) }));
 });

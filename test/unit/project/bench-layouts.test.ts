@@ -48,4 +48,14 @@ describe('bench layouts', () => {
       [100],
     ]);
   });
+
+  it('keeps each row itself, so a batch of rows finds its texts (raw_shared_tokenizing)', () => {
+    const input = rows([7, 2, 5]);
+    const batches = cutBatches(input, { kind: 'tokens', budget: 10, maxRows: 2 });
+    const textOf = new Map(input.map((row, i) => [row, `text ${i}`]));
+    expect(batches.map((b) => b.map((row) => textOf.get(row)))).toEqual([
+      ['text 1', 'text 2'],
+      ['text 0'],
+    ]);
+  });
 });
