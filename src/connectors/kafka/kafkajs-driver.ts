@@ -8,8 +8,8 @@
 //   fencing needs one transactional id per input partition.
 // - its read_committed filter lets aborted records through; kafkajs-read-committed.ts replaces it
 //   and must be imported before kafkajs.
-// - its request queue arms a negative timer when idle (Node 24's TimeoutNegativeWarning);
-//   kafkajs-negative-timeout.ts clamps it.
+// - its request queue re-arms a 1 ms (negative, Node 24's TimeoutNegativeWarning) timer when idle,
+//   a wake-up loop per connection; kafkajs-negative-timeout.ts arms it only when there is work.
 import { readCommittedFilterActive } from './kafkajs-read-committed.ts';
 import './kafkajs-negative-timeout.ts';
 import {

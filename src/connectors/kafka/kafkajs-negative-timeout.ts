@@ -1,10 +1,14 @@
-// kafkajs 2.2.4's request queue arms its throttle check with `throttledUntil - Date.now()` even when
-// nothing is throttled and nothing is pending: throttledUntil is -1 then, so the delay is minus the
-// epoch time. Node always ran such a timer after 1 ms; Node 23+ also prints a
-// TimeoutNegativeWarning for it (once per process). The same method with the delay clamped to the
-// 1 ms Node would use behaves identically and prints nothing. kafkajs has had no release since
-// February 2023, so the method is replaced here, in memory, on the class's prototype: the installed
-// package is untouched, and instances made before or after this runs use the replacement.
+// kafkajs 2.2.4's request queue re-arms its throttle check after every answer and every check,
+// with the delay `throttledUntil - Date.now()` even when nothing is throttled and nothing is
+// pending: throttledUntil is -1 then, so the delay is minus the epoch time, which Node runs after
+// 1 ms (and Node 23+ warns about, TimeoutNegativeWarning). Each such check re-arms the next, so
+// every connection that has had an answer wakes its event loop about a thousand times a second for
+// the rest of its life (kafkajs issues #1704, #1751; an idle admin and producer: npm run
+// bench:kafkajs-idle, docs/sources-and-sinks.md). The replacement arms
+// nothing when there is nothing to check: a request that has to wait is pushed onto `pending`,
+// and push() arms the check then. kafkajs has had no release since February 2023, so the method
+// is replaced here, in memory, on the class's prototype: the installed package is untouched, and
+// instances made before or after this runs use the replacement.
 import { createRequire } from 'node:module';
 
 /** The fields of kafkajs' RequestQueue the replaced method reads and writes. */
@@ -21,10 +25,11 @@ const CHECK_PENDING_REQUESTS_INTERVAL_MS = 10;
 const NODE_MIN_DELAY_MS = 1;
 const INSTALLED = Symbol.for('hugot.kafkajs.clampedThrottleCheck');
 
-/** kafkajs' scheduleCheckPendingRequests, with a delay Node takes without a warning. */
+/** kafkajs' scheduleCheckPendingRequests, armed only when a request waits or a throttle runs. */
 function scheduleCheckPendingRequests(this: RequestQueueState): void {
   if (this.throttleCheckTimeoutId) return;
   let delay = this.throttledUntil - Date.now();
+  if (this.pending.length === 0 && delay <= 0) return;
   if (this.pending.length > 0 && delay <= 0) delay = CHECK_PENDING_REQUESTS_INTERVAL_MS;
   this.throttleCheckTimeoutId = setTimeout(
     () => {

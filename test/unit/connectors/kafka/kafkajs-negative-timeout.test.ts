@@ -1,6 +1,7 @@
 // kafkajs' request queue, as the clients use it, with the throttle check replaced: an idle queue
-// schedules its check without Node 24's TimeoutNegativeWarning, a pending one after kafkajs' own
-// 10 ms, a throttled one when the throttle ends.
+// arms no check at all (kafkajs' own re-armed a 1 ms one forever, with Node 24's
+// TimeoutNegativeWarning), a pending one after kafkajs' own 10 ms, a throttled one when the
+// throttle ends.
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -43,20 +44,52 @@ describe("kafkajs' throttle check, clamped", () => {
     expect(RequestQueue.prototype.scheduleCheckPendingRequests.toString()).toContain('Math.max');
   });
 
-  it('an idle queue: its check runs after 1 ms, without a TimeoutNegativeWarning', async () => {
+  it('an idle queue arms nothing, and prints no TimeoutNegativeWarning', async () => {
     const warnings: string[] = [];
     const onWarning = (w: Error): void => void warnings.push(w.name);
     process.on('warning', onWarning);
     try {
       const q = queue({});
       q.scheduleCheckPendingRequests();
-      await sleep(50);
-      expect(q.checks).toBe(1);
       expect(q.throttleCheckTimeoutId).toBeNull();
+      await sleep(50);
+      expect(q.checks).toBe(0);
       expect(warnings).not.toContain('TimeoutNegativeWarning');
     } finally {
       process.off('warning', onWarning);
     }
+  });
+
+  it('a real queue answered with nothing waiting stops: no wake-up loop', () => {
+    vi.useFakeTimers();
+    const Constructor = RequestQueue as unknown as new (options: object) => Queue & {
+      fulfillRequest(response: { correlationId: number; payload: Buffer; size: number }): void;
+    };
+    const quiet = (): void => undefined;
+    const real = new Constructor({
+      maxInFlightRequests: null,
+      requestTimeout: 30_000,
+      enforceRequestTimeout: false,
+      clientId: 'test',
+      broker: 'localhost:9092',
+      logger: { debug: quiet, info: quiet, warn: quiet, error: quiet },
+      isConnected: () => true,
+    });
+    const checks = vi.spyOn(real, 'checkPendingRequests');
+    // What the connection does with every answer: kafkajs' check, which schedules the next one.
+    real.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
+    vi.advanceTimersByTime(1_000);
+    // kafkajs' own method ran the check about once a millisecond here, for as long as it lived.
+    expect(checks).toHaveBeenCalledTimes(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a throttle with nothing waiting still gets its one check when it ends', () => {
+    vi.useFakeTimers();
+    const throttled = queue({ throttledUntil: Date.now() + 100 });
+    throttled.scheduleCheckPendingRequests();
+    vi.advanceTimersByTime(100);
+    expect(throttled.checks).toBe(1);
   });
 
   it('pending requests: after 10 ms; throttled: when the throttle ends; armed once', () => {
