@@ -23,13 +23,13 @@ import { BatchEngine } from '../src/engine/batch-engine.ts';
 import { silentLogger } from '../src/logger.ts';
 import { StreamWorker } from '../src/worker/stream-worker.ts';
 import { Telemetry } from '../src/telemetry/telemetry.ts';
-import { defaultCacheDir, startKafka } from '../scripts/services/kafka-local.ts';
 import { freePort } from '../scripts/services/process-control.ts';
 import { KafkaKit } from '../test/integration/helpers/kafka-kit.ts';
 import { parseE2eArgs, type KafkaClientName } from './lib/e2e-args.ts';
 import { sigtermPass, type DeliveryMode, type SigtermOutcome } from './lib/e2e-sigterm.ts';
 import { avroPass, benchRegistry, type AvroPass } from './lib/e2e-avro.ts';
 import { writeResultLine } from './lib/run-record.ts';
+import { benchKafka } from './lib/bench-kafka.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const { records: count, rounds, client, clients, avro } = parseE2eArgs(process.argv.slice(2));
@@ -74,20 +74,7 @@ await engine.close('drain');
 log(`in-process: ${(count / inProcessSeconds).toFixed(1)} records/s`);
 
 // 2. Kafka -> worker -> Kafka on the same records.
-let brokers = process.env['KAFKA_BROKERS'];
-let stopKafka = (): Promise<void> => Promise.resolve();
-if (brokers === undefined || brokers === '') {
-  const port = await freePort();
-  const kafka = await startKafka({
-    cacheDir: defaultCacheDir(),
-    port,
-    dataDir: join(defaultCacheDir(), 'services', `kafka-bench-${port}`),
-  });
-  brokers = kafka.brokers.join(',');
-  stopKafka = kafka.stop;
-  log(`started Kafka at ${brokers}`);
-}
-const brokerList = brokers;
+const { brokers: brokerList, stop: stopKafka } = await benchKafka(log);
 const kit = new KafkaKit(brokerList);
 const PARTITIONS = 4;
 const toMessages = (rs: { id: string; text: string }[]) =>

@@ -7,13 +7,11 @@
 // Sides alternate over --rounds; the line gives each figure's median. Uses KAFKA_BROKERS or starts
 // its own local broker. Options: --idle-seconds N (5), --rounds N (3). Internal: --child SIDE.
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { defaultCacheDir, startKafka } from '../scripts/services/kafka-local.ts';
-import { freePort } from '../scripts/services/process-control.ts';
 import { round } from './lib/stats.ts';
 import { writeResultLine } from './lib/run-record.ts';
+import { benchKafka } from './lib/bench-kafka.ts';
 
 const SIDES = ['installed', 'replaced'] as const;
 type Side = (typeof SIDES)[number];
@@ -33,18 +31,7 @@ if (values.child !== undefined) {
   process.exit(0);
 }
 
-let brokers = process.env['KAFKA_BROKERS'];
-let stopKafka = (): Promise<void> => Promise.resolve();
-if (brokers === undefined || brokers === '') {
-  const port = await freePort();
-  const kafka = await startKafka({
-    cacheDir: defaultCacheDir(),
-    port,
-    dataDir: join(defaultCacheDir(), 'services', `kafka-bench-${port}`),
-  });
-  brokers = kafka.brokers.join(',');
-  stopKafka = kafka.stop;
-}
+const { brokers, stop: stopKafka } = await benchKafka();
 const runs: Record<Side, { cpuMsPerSecond: number; timersPerSecond: number }[]> = {
   installed: [],
   replaced: [],
