@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { round } from './lib/stats.ts';
+import { percentile, round } from './lib/stats.ts';
 import { writeResultLine } from './lib/run-record.ts';
 import { benchKafka } from './lib/bench-kafka.ts';
 
@@ -60,12 +60,14 @@ try {
 } finally {
   await stopKafka();
 }
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
-};
 const figure = (side: Side, key: 'cpuMsPerSecond' | 'timersPerSecond'): number =>
-  round(median(runs[side].map((x) => x[key])), 2);
+  round(
+    percentile(
+      runs[side].map((x) => x[key]),
+      50,
+    ),
+    2,
+  );
 writeResultLine({
   bench: 'kafkajs-idle',
   idle_seconds: idleSeconds,

@@ -11,8 +11,8 @@
 // session per thread, and `raw_shared`, one C-API session shared by the threads (the Go and C++
 // servers' layout), and `raw_shared_tokenizing`, raw_shared whose threads encode each batch's
 // texts before its run (the Go server as the issue measured it: Hugot tokenizes in the goroutine;
-// the same batches, so the difference is the encode). Records/s and CPU seconds per record (user + sys over the timed rounds) come
-// along: a smaller layout must not be a slower or costlier one. Every pass runs every layout,
+// the same batches, so the difference is the encode). Records/s and CPU seconds per record
+// (user + sys over the timed rounds) come along: a smaller layout must not be a slower or costlier one. Every pass runs every layout,
 // passes alternate the order, and each figure is the median of the passes (every pass's figures
 // are in the report's `passes`).
 // A child loads only its own contender's modules (the engine's for ours), so that a raw child's
@@ -406,6 +406,9 @@ for (const [label, peaks] of Object.entries(peak)) {
     Object.keys(speeds)
       .filter((name) => name === contender || name.startsWith(`${contender}_one_worker`))
       .sort((a, b) => (speeds[b] ?? 0) - (speeds[a] ?? 0))[0];
+  /** A contender with one layout only: its name, if it ran. */
+  const ranAlone = (name: string): string | undefined =>
+    speeds[name] === undefined ? undefined : name;
   const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
     a === undefined || b === undefined ? undefined : round(a / b);
   const entries: [string, number | undefined][] = [];
@@ -413,11 +416,8 @@ for (const [label, peaks] of Object.entries(peak)) {
   for (const [contender, name] of [
     ['raw_shared', fastest('raw_shared')],
     ['raw', fastest('raw')],
-    [
-      'raw_shared_tokenizing',
-      speeds['raw_shared_tokenizing'] === undefined ? undefined : 'raw_shared_tokenizing',
-    ],
-    ['onnxruntime_node', speeds['onnxruntime_node'] === undefined ? undefined : 'onnxruntime_node'],
+    ['raw_shared_tokenizing', ranAlone('raw_shared_tokenizing')],
+    ['onnxruntime_node', ranAlone('onnxruntime_node')],
   ] as const) {
     if (name === undefined) continue;
     chosen[contender] = name;
@@ -576,6 +576,16 @@ function specFor(model: string): typeof EMBEDDING {
     : EMBEDDING;
 }
 
+/** The same batches as texts: the cut keeps each row's array, so a row finds its text. */
+function asTexts(
+  batches: number[][][],
+  encoded: readonly { ids: number[] }[],
+  texts: readonly string[],
+): string[][] {
+  const textOf = new Map(encoded.map((e, i) => [e.ids, texts[i] ?? '']));
+  return batches.map((batch) => batch.map((row) => textOf.get(row) ?? ''));
+}
+
 /** User + system CPU seconds of the process (every thread) since `before`. */
 function cpuSecondsSince(before: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(before);
@@ -641,12 +651,7 @@ async function runChild(job: ChildJob): Promise<ChildResult> {
       encoded.map((e) => e.ids),
       policy,
     );
-    // The same batches as texts: the cut keeps each row's array, so a row finds its text.
-    const textOf = new Map(encoded.map((e, i) => [e.ids, texts[i] ?? '']));
-    const batches =
-      layout.tokenizes === true
-        ? idBatches.map((batch) => batch.map((row) => textOf.get(row) ?? ''))
-        : idBatches;
+    const batches = layout.tokenizes === true ? asTexts(idBatches, encoded, texts) : idBatches;
     const pool = await RawPool.start(onnxPath, {
       workers: layout.workers,
       intraOpThreads: layout.intraOpThreads,

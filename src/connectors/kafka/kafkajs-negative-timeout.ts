@@ -4,11 +4,11 @@
 // 1 ms (and Node 23+ warns about, TimeoutNegativeWarning). Each such check re-arms the next, so
 // every connection that has had an answer wakes its event loop about a thousand times a second for
 // the rest of its life (kafkajs issues #1704, #1751; an idle admin and producer: npm run
-// bench:kafkajs-idle, docs/sources-and-sinks.md). The replacement arms
-// nothing when there is nothing to check: a request that has to wait is pushed onto `pending`,
-// and push() arms the check then. kafkajs has had no release since February 2023, so the method
-// is replaced here, in memory, on the class's prototype: the installed package is untouched, and
-// instances made before or after this runs use the replacement.
+// bench:kafkajs-idle, docs/sources-and-sinks.md). The replacement arms nothing when there is
+// nothing to check: a request that has to wait is pushed onto `pending`, and push() arms the check
+// then. kafkajs has had no release since February 2023, so the method is replaced here, in memory,
+// on the class's prototype: the installed package is untouched, and instances made before or after
+// this runs use the replacement.
 import { createRequire } from 'node:module';
 
 /** The fields of kafkajs' RequestQueue the replaced method reads and writes. */
@@ -29,8 +29,10 @@ const INSTALLED = Symbol.for('hugot.kafkajs.clampedThrottleCheck');
 function scheduleCheckPendingRequests(this: RequestQueueState): void {
   if (this.throttleCheckTimeoutId) return;
   let delay = this.throttledUntil - Date.now();
-  if (this.pending.length === 0 && delay <= 0) return;
-  if (this.pending.length > 0 && delay <= 0) delay = CHECK_PENDING_REQUESTS_INTERVAL_MS;
+  if (delay <= 0) {
+    if (this.pending.length === 0) return;
+    delay = CHECK_PENDING_REQUESTS_INTERVAL_MS;
+  }
   this.throttleCheckTimeoutId = setTimeout(
     () => {
       this.throttleCheckTimeoutId = null;
