@@ -64,15 +64,16 @@ export const runtimeOptionsSchema = lazySchema((z) =>
       /**
        * ONNX Runtime's memory pattern: after a run it plans one block for all of that input shape's
        * intermediate tensors, keeps the plan per shape, and later runs of the shape take the block
-       * whole. 'quantized' turns it on for a quantized graph that takes no KV cache and off for
-       * any other, decided per graph as its session opens (memPatternFor). Default: 'quantized' on
-       * CPU, on with a GPU provider (not measured there). Text batches come in many shapes, and on
-       * CPU the arena then holds blocks of many lengths beside the tensors of runs without a plan:
-       * off lowers the peak of the longer fp32 models at no measured CPU cost, while an int8
-       * encoder's many small integer kernels run cheaper with the plan (docs/performance.md,
-       * "Memory patterns on for quantized encoders").
+       * whole. 'auto', the default, turns it on for every graph that takes no KV cache and off for
+       * a decoder step (its shapes change every step, so a plan would never be reused). Off, the
+       * threads that share a session allocate each intermediate tensor from the session's one
+       * arena: on a 2-core AMD EPYC two threads doing so took up to 1.25 x the CPU per record of
+       * planned runs in some passes, one thread never (docs/performance.md, "Memory patterns on
+       * again"). 'quantized' keeps it on only for quantized graphs: the lower peak of a long fp32
+       * model's mixed shapes, for a shard of one thread or a machine where the arena is cheap to
+       * share.
        */
-      memPattern: z.union([z.boolean(), z.literal('quantized')]).optional(),
+      memPattern: z.union([z.boolean(), z.literal('auto'), z.literal('quantized')]).optional(),
       /**
        * Whether ONNX Runtime keeps a kernel-friendly copy of constant weights (MatMul, Attention)
        * beside the originals; false sets the session config entry `session.disable_prepacking`.
@@ -126,7 +127,7 @@ export const runtimeOptionsSchema = lazySchema((z) =>
 export type RuntimeOptions = z.input<typeof runtimeOptionsSchema.schema>;
 type ParsedRuntimeOptions = z.output<typeof runtimeOptionsSchema.schema>;
 export type CompiledRuntimeOptions = Omit<ParsedRuntimeOptions, 'memPattern'> & {
-  memPattern: boolean | 'quantized';
+  memPattern: boolean | 'auto' | 'quantized';
 };
 export type ExecutionProvider = z.output<typeof providerSchema.schema>;
 
@@ -138,20 +139,20 @@ export function compileRuntimeOptions(
   const parsed = parseOptions(runtimeOptionsSchema, options, path);
   return {
     ...parsed,
-    memPattern: parsed.memPattern ?? (sessionDevice(parsed).kind === 'cpu' ? 'quantized' : true),
+    memPattern: parsed.memPattern ?? (sessionDevice(parsed).kind === 'cpu' ? 'auto' : true),
   };
 }
 
 /**
- * Whether a session of `source` plans its memory: the option where it is set, and for the CPU
- * default, whether the graph is quantized and takes no KV cache (a decoder step's shapes change
- * every step, so a plan per shape would never be reused). A helper graph's bytes get none.
+ * Whether a session of `source` plans its memory: the option where it is a boolean; for 'auto' (the
+ * CPU default), whether the graph takes no KV cache; for 'quantized', whether it is also quantized.
+ * A helper graph's bytes get none.
  */
 export function memPatternFor(
   source: string | { bytes: Uint8Array },
   options: CompiledRuntimeOptions,
 ): boolean {
-  if (options.memPattern !== 'quantized') return options.memPattern;
+  if (typeof options.memPattern === 'boolean') return options.memPattern;
   if (typeof source !== 'string') return false;
   let facts: OnnxGraphFacts;
   try {
@@ -160,7 +161,8 @@ export function memPatternFor(
     // A file this walk cannot read fails ONNX Runtime's load too, which says why in its own words.
     return false;
   }
-  return isQuantized(facts) && !takesKvCache(facts);
+  if (takesKvCache(facts)) return false;
+  return options.memPattern === 'auto' || isQuantized(facts);
 }
 
 /** The memory a session's outputs live in: its first GPU provider's device, else the host's. */

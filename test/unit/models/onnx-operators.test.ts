@@ -61,15 +61,22 @@ describe('readOnnxGraphFacts', () => {
 });
 
 describe('memPatternFor', () => {
-  it("on CPU by default plans a quantized encoder's memory and no other graph's", () => {
+  it("on CPU by default plans every graph's memory but a decoder step's", () => {
     const cpu = compileRuntimeOptions();
-    expect(cpu.memPattern).toBe('quantized');
+    expect(cpu.memPattern).toBe('auto');
     expect(memPatternFor(INT8, cpu)).toBe(true);
-    expect(memPatternFor(FP32, cpu)).toBe(false);
+    expect(memPatternFor(FP32, cpu)).toBe(true);
     expect(memPatternFor(DECODER, cpu)).toBe(false);
     expect(memPatternFor({ bytes: new Uint8Array(0) }, cpu)).toBe(false);
     // An unreadable file is left to ONNX Runtime's load, which names what is wrong.
     expect(memPatternFor(join(scratch, 'absent.onnx'), cpu)).toBe(false);
+  });
+
+  it("with 'quantized' plans a quantized encoder's memory and no other graph's", () => {
+    const quantized = compileRuntimeOptions({ memPattern: 'quantized' });
+    expect(memPatternFor(INT8, quantized)).toBe(true);
+    expect(memPatternFor(FP32, quantized)).toBe(false);
+    expect(memPatternFor(DECODER, quantized)).toBe(false);
   });
 
   it('keeps a memPattern that is written, and the GPU default, for every graph', () => {

@@ -27,21 +27,21 @@ const INT8_FILE = join(
 );
 
 describe('runtime options', () => {
-  it('defaults to arena and prepacking on and memory patterns off on an fp32 CPU graph, with no config entries', () => {
+  it('defaults to arena, prepacking and memory patterns on for an fp32 CPU encoder, with no config entries', () => {
     const compiled = compileRuntimeOptions();
     expect(compiled).toMatchObject({
       cpuMemArena: true,
-      memPattern: 'quantized',
+      memPattern: 'auto',
       prepacking: true,
     });
     const session = toSessionOptions(compiled, MODEL_FILE);
-    expect(session).toMatchObject({ enableCpuMemArena: true, enableMemPattern: false });
+    expect(session).toMatchObject({ enableCpuMemArena: true, enableMemPattern: true });
     expect(session.extra).toBeUndefined();
     expect(toSessionOptions(compiled, INT8_FILE).enableMemPattern).toBe(true);
   });
 
   it('keeps memory patterns on by default with a GPU provider, and as written otherwise', () => {
-    expect(compileRuntimeOptions({ executionProviders: ['cpu'] }).memPattern).toBe('quantized');
+    expect(compileRuntimeOptions({ executionProviders: ['cpu'] }).memPattern).toBe('auto');
     expect(compileRuntimeOptions({ executionProviders: [{ name: 'cuda' }] }).memPattern).toBe(true);
     expect(compileRuntimeOptions({ executionProviders: [{ name: 'tensorrt' }] }).memPattern).toBe(
       true,
