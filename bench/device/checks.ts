@@ -23,7 +23,7 @@ import type { PrefixCacheStats } from '../../src/pipelines/generation/prefix-cac
 import { TextGenerationPipeline } from '../../src/pipelines/generation/text-generation.ts';
 import { ModelStore } from '../../src/pipelines/runtime/model-store.ts';
 import { FeatureExtractionPipeline } from '../../src/pipelines/text/feature-extraction.ts';
-import { createNativeSession } from '../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../src/runtime/native/open-session.ts';
 import { residentStats } from '../../src/runtime/native/resident-value.ts';
 import { stagingStats } from '../../src/runtime/native/staging-buffers.ts';
 import { compileRuntimeOptions, type RuntimeOptions } from '../../src/runtime/runtime-options.ts';

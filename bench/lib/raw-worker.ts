@@ -9,7 +9,7 @@
 // them itself before the run, so the tokenizer's CPU counts as ours' does.
 import { parentPort, workerData } from 'node:worker_threads';
 import { InferenceSession } from 'onnxruntime-node';
-import { createNativeSession } from '../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../src/runtime/native/open-session.ts';
 import { SharedSessions } from '../../src/runtime/native/shared-sessions.ts';
 import { sharedIntraOpThreads } from '../../src/runtime/runtimes.ts';
 import { compileRuntimeOptions } from '../../src/runtime/runtime-options.ts';

@@ -2,7 +2,7 @@
 // a tenth of them through an IO binding and a tenth on libuv's pool (runsPerThread's path),
 // reporting its count every `every` runs.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createNativeSession } from '../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../src/runtime/native/open-session.ts';
 import { SharedSessions } from '../../src/runtime/native/shared-sessions.ts';
 import { compileRuntimeOptions } from '../../src/runtime/runtime-options.ts';
 import { Tensor } from '../../src/runtime/tensor.ts';

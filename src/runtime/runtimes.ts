@@ -1,7 +1,7 @@
 // Opens a session on the binding the model's options name. The native binding shares a session
 // between the threads that hold the same table (a shard's); onnxruntime-node cannot, so each of
 // its threads opens its own.
-import { createNativeSession, type SessionSource } from './native/native-session.ts';
+import { createNativeSession, type SessionSource } from './native/open-session.ts';
 import { SharedSessions } from './native/shared-sessions.ts';
 import { assertProvidersInstalled, type CompiledRuntimeOptions } from './runtime-options.ts';
 import type { OrtSession } from './session.ts';

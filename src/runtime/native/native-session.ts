@@ -2,13 +2,7 @@
 // before any native call (a wrong name, dtype or shape is a typed error naming the model and the
 // tensor, never a crash), and Run over OrtValues that point at the feeds' own memory.
 import { FeedMismatchError, OrtStatusError } from '../../errors.ts';
-import { sessionLoadError } from '../load-error.ts';
-import {
-  memPatternFor,
-  sessionDevice,
-  stagesFeeds,
-  type CompiledRuntimeOptions,
-} from '../runtime-options.ts';
+import { sessionDevice, stagesFeeds, type CompiledRuntimeOptions } from '../runtime-options.ts';
 import {
   isResident,
   runLinkedThroughHost,
@@ -24,86 +18,30 @@ import {
   type ValueMetadata,
 } from '../session.ts';
 import { outputScratch } from '../output-scratch.ts';
-import { HostCopiers } from './host-copiers.ts';
+import { HostCopiers, type CopierSession } from './host-copiers.ts';
 import { ResidentValue } from './resident-value.ts';
 import type { Tensor } from '../tensor.ts';
 import { IoBinding, releaseValues } from './io-binding.ts';
-import { createSessionOptions } from './native-session-options.ts';
-import { OrtLibrary, type Pointer } from './ort-library.ts';
+import type { OrtLibrary, Pointer } from './ort-library.ts';
 import { readOutputValue, valueShape } from './ort-value.ts';
 import { describe, freeNames } from './session-metadata.ts';
 import { SessionSignature } from './session-signature.ts';
 import { feedValue, StagingPool, type StagingBuffers } from './staging-buffers.ts';
-import {
-  memoryOf,
-  stagingMemoryOf,
-  threadHandlesOf,
-  type ThreadHandles,
-} from './thread-handles.ts';
+import { stagingMemoryOf, type ThreadHandles } from './thread-handles.ts';
 import type { SharedSessions } from './shared-sessions.ts';
-
-/** A model file, or a helper graph's bytes (src/runtime/graphs/) under a name for errors. */
-export type SessionSource = string | { name: string; bytes: Uint8Array };
-
-export interface NativeSessionOptions {
-  /** When given, the session is shared with every thread holding the same table. */
-  shared?: SharedSessions | undefined;
-  /** The session's own intra-op pool; by default options.intraOpThreads. */
-  intraOpThreads?: number;
-  /**
-   * run() calls Run on one of libuv's pool threads instead of the calling thread, so that one
-   * JavaScript thread keeps several runs of a shared session going at once (a shard's
-   * runsPerThread, src/shards/shard-spec.ts).
-   */
-  runsOffThread?: boolean;
-}
-
-/** Opens `source` on the native binding (or takes a share of the table's session for it). */
-export function createNativeSession(
-  source: SessionSource,
-  options: CompiledRuntimeOptions,
-  {
-    shared,
-    intraOpThreads = options.intraOpThreads,
-    runsOffThread = false,
-  }: NativeSessionOptions = {},
-): NativeSession {
-  const lib = OrtLibrary.get();
-  const thread = threadHandlesOf(lib);
-  const label = typeof source === 'string' ? source : source.name;
-  const place = { memory: memoryOf(lib, thread, sessionDevice(options)), options, runsOffThread };
-  const open = (): Pointer => openSession(lib, thread.env, source, options, intraOpThreads);
-  if (shared === undefined) return new NativeSession(lib, thread, label, open(), undefined, place);
-  // A helper graph is named after what it computes (poolingGraphName), so its name is its key.
-  const key = JSON.stringify([label, options, intraOpThreads]);
-  const { address } = shared.acquire(key, open);
-  return new NativeSession(lib, thread, label, address, { table: shared, key }, place);
-}
-
-function openSession(
-  lib: OrtLibrary,
-  env: Pointer,
-  source: SessionSource,
-  options: CompiledRuntimeOptions,
-  intraOpThreads: number,
-): Pointer {
-  const memPattern = memPatternFor(source, options);
-  const sessionOptions = createSessionOptions(lib, options, intraOpThreads, memPattern);
-  try {
-    if (typeof source === 'string') return lib.out('CreateSession', env, source, sessionOptions);
-    const { bytes } = source;
-    return lib.out('CreateSessionFromArray', env, bytes, bytes.byteLength, sessionOptions);
-  } catch (cause) {
-    throw sessionLoadError(cause, typeof source === 'string' ? source : source.name, options);
-  } finally {
-    lib.fn('ReleaseSessionOptions')(sessionOptions);
-    lib.trimHeap();
-  }
-}
 
 interface Share {
   table: SharedSessions;
   key: string;
+}
+
+/** Where a session runs, and how it opens the helper graphs' sessions it needs there. */
+export interface SessionPlace {
+  memory: Pointer;
+  options: CompiledRuntimeOptions;
+  runsOffThread?: boolean;
+  /** Opens a helper graph (a copy graph) on the same device, one intra-op thread. */
+  openHelper: (name: string, bytes: Uint8Array) => CopierSession;
 }
 
 /** One Run's arguments and the values it owns, from prepareRun to releaseRun. */
@@ -149,7 +87,7 @@ export class NativeSession implements OrtSession {
     onnxPath: string,
     handle: Pointer,
     share: Share | undefined,
-    place: { memory: Pointer; options: CompiledRuntimeOptions; runsOffThread?: boolean },
+    place: SessionPlace,
   ) {
     this.lib = lib;
     this.runsOffThread = place.runsOffThread ?? false;
@@ -159,9 +97,7 @@ export class NativeSession implements OrtSession {
     this.onnxPath = onnxPath;
     this.share = share;
     this.handle = handle;
-    this.copiers = new HostCopiers(lib, onnxPath, (name, bytes) =>
-      createNativeSession({ name, bytes }, this.options, { intraOpThreads: 1 }),
-    );
+    this.copiers = new HostCopiers(lib, onnxPath, place.openHelper);
     const names: Pointer[] = [];
     try {
       this.signature = new SessionSignature(

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../../src/errors.ts';
 import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
-import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
 import { BERT_FIXTURE, bertFeeds } from './bert-feeds.ts';
 

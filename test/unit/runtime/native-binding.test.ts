@@ -8,10 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FeedMismatchError, ModelFolderError, OrtStatusError } from '../../../src/errors.ts';
 import { createNodeSession } from '../../../src/runtime/node-runtime.ts';
 import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
-import {
-  createNativeSession,
-  type NativeSession,
-} from '../../../src/runtime/native/native-session.ts';
+import type { NativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
 import type { OrtSession } from '../../../src/runtime/session.ts';
 import { Tensor } from '../../../src/runtime/tensor.ts';

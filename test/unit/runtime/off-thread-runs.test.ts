@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FeedMismatchError, OrtStatusError } from '../../../src/errors.ts';
 import { silentLogger } from '../../../src/logger.ts';
 import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
-import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
 import { SharedSessions } from '../../../src/runtime/native/shared-sessions.ts';
 import { Tensor } from '../../../src/runtime/tensor.ts';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { OutputScratch, outputScratch } from '../../../src/runtime/output-scratch.ts';
 import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';
-import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import { BERT_FIXTURE, bertFeeds } from './bert-feeds.ts';
 
 describe('OutputScratch', () => {

@@ -10,7 +10,7 @@ import {
   poolingGraph,
   type PoolingGraphSpec,
 } from '../../../src/runtime/graphs/pooling-graph.ts';
-import { createNativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import { createNodeSession } from '../../../src/runtime/node-runtime.ts';
 import { ConfigError } from '../../../src/errors.ts';
 import {

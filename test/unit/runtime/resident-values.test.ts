@@ -19,10 +19,8 @@ import type {
 } from '../../../src/pipelines/generation/kv-cache.ts';
 import type { LoadedModel } from '../../../src/pipelines/runtime/model-store.ts';
 import { DataType, encodeModel } from '../../../src/runtime/graphs/onnx-model.ts';
-import {
-  createNativeSession,
-  type NativeSession,
-} from '../../../src/runtime/native/native-session.ts';
+import type { NativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import type { ResidentValue } from '../../../src/runtime/native/resident-value.ts';
 import { residentStats } from '../../../src/runtime/native/resident-value.ts';
 import { compileRuntimeOptions } from '../../../src/runtime/runtime-options.ts';

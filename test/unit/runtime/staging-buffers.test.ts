@@ -5,10 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { FeedMismatchError, ProviderUnavailableError } from '../../../src/errors.ts';
 import { DataType, encodeModel } from '../../../src/runtime/graphs/onnx-model.ts';
-import {
-  createNativeSession,
-  type NativeSession,
-} from '../../../src/runtime/native/native-session.ts';
+import type { NativeSession } from '../../../src/runtime/native/native-session.ts';
+import { createNativeSession } from '../../../src/runtime/native/open-session.ts';
 import { OrtLibrary } from '../../../src/runtime/native/ort-library.ts';
 import { stagingAllocator, stagingStats } from '../../../src/runtime/native/staging-buffers.ts';
 import {
