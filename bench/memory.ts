@@ -11,10 +11,12 @@
 // session per thread, and `raw_shared`, one C-API session shared by the threads (the Go and C++
 // servers' layout), and `raw_shared_tokenizing`, raw_shared whose threads encode each batch's
 // texts before its run (the Go server as the issue measured it: Hugot tokenizes in the goroutine;
-// the same batches, so the difference is the encode). Records/s and CPU seconds per record
-// (user + sys over the timed rounds) come along: a smaller layout must not be a slower or costlier one. Every pass runs every layout,
-// passes alternate the order, and each figure is the median of the passes (every pass's figures
-// are in the report's `passes`).
+// the same batches, so the difference is the encode). `mem_pattern_quantized` is ours at the CPU's
+// memPattern default before 2026-12-07; `raw_shared_one_thread` (pattern on and off) runs the
+// shared session from one thread, so nothing shares its arena. Records/s and CPU seconds per
+// record (user + sys over the timed rounds) come along: a smaller layout must not be a slower or
+// costlier one. Every pass runs every layout, passes alternate the order, and each figure is the
+// median of the passes (every pass's figures are in the report's `passes`).
 // A child loads only its own contender's modules (the engine's for ours), so that a raw child's
 // peak is ONNX Runtime's, the tokenizer's and Node's alone. Children run with Node's compile
 // cache (.cache/bench/compile-cache, filled by one unmeasured child per contender before the
@@ -177,6 +179,14 @@ const allLayouts: Layout[] = [
     batching: { maxMessageTokens: 0 },
   },
   {
+    // The CPU default before 2026-12-07: memory patterns for quantized graphs only.
+    name: 'mem_pattern_quantized',
+    contender: 'ours',
+    workers: cores,
+    intraOpThreads: 1,
+    runtime: { memPattern: 'quantized' },
+  },
+  {
     name: 'mem_pattern_off',
     contender: 'ours',
     workers: cores,
@@ -278,6 +288,23 @@ const allLayouts: Layout[] = [
     contender: 'raw',
     sessions: 'shared',
     workers: cores,
+    intraOpThreads: 1,
+    memPattern: false,
+  },
+  {
+    // One thread on the session: nothing shares its arena (the memory pattern's cost, off, is
+    // the two threads' allocations from one arena, docs/performance.md).
+    name: 'raw_shared_one_thread',
+    contender: 'raw',
+    sessions: 'shared',
+    workers: 1,
+    intraOpThreads: 1,
+  },
+  {
+    name: 'raw_shared_one_thread_mem_pattern_off',
+    contender: 'raw',
+    sessions: 'shared',
+    workers: 1,
     intraOpThreads: 1,
     memPattern: false,
   },
